@@ -1,0 +1,77 @@
+"""Shared test plumbing. Importable without Django, so the runner's tests also run on GPU
+hosts that only have torch (run them there with `-p no:django`).
+
+Tests that need PostgreSQL, Redis, chromium or a GPU skip with a reason on a machine
+without them, except under CI (CI=true), where a missing PostgreSQL, Redis or chromium
+fails the run instead: those tests must run there.
+"""
+
+import os
+import shutil
+import socket
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def service_missing(what: str, how_to_fix: str) -> None:
+    """Skip (locally) or fail (CI) a test whose service is not there."""
+    message = f"{what} is not available: {how_to_fix}"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    has_gpu = None
+    for item in items:
+        if "gpu" in item.keywords:
+            if has_gpu is None:
+                has_gpu = cuda_available()
+            if not has_gpu:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on a GPU host)"))
+
+
+@pytest.fixture
+def require_postgres():
+    if not port_open("127.0.0.1", 5432):
+        service_missing("PostgreSQL at 127.0.0.1:5432", "start it (pg_ctlcluster <version> main start)")
+
+
+@pytest.fixture
+def require_redis():
+    if not port_open("127.0.0.1", 6379):
+        service_missing("Redis at 127.0.0.1:6379", "start it (redis-server --daemonize yes)")
+
+
+@pytest.fixture
+def require_chromium():
+    path = chromium_path()
+    if not path:
+        service_missing("Chromium", "install Debian's chromium package (apt-get install chromium)")
+    return path
