@@ -224,3 +224,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django_q": {"level": env_str("Q_LOG_LEVEL", "WARNING")}},
 }
+
+# Without collectstatic (development), WhiteNoise serves straight from static/.
+WHITENOISE_USE_FINDERS = not PRODUCTION

@@ -249,7 +249,8 @@ class Kernel(models.Model):
 
 
 class EvaluationJob(models.Model):
-    """One candidate to evaluate, claimed atomically by a worker under a lease.
+    """One piece of sandboxed work (validate a problem, or evaluate a kernel), claimed
+    atomically by an evaluation worker of the right device under a lease.
 
     `attempts` counts claims, so a worker killed mid-run (never reporting) still uses up an
     attempt when the lease expires and another worker claims the job again."""
@@ -261,11 +262,13 @@ class EvaluationJob(models.Model):
         FAILED = "failed", "Failed"
 
     class Purpose(models.TextChoices):
+        VALIDATE = "validate", "Problem validation"
         SEARCH = "search", "Search candidate"
         RERUN = "rerun", "Verified rerun"
         MANUAL = "manual", "Manual submission"
 
-    kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="jobs")
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="jobs")
+    kernel = models.ForeignKey(Kernel, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
     purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.SEARCH)
     device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
@@ -273,6 +276,7 @@ class EvaluationJob(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
     seed = models.BigIntegerField(null=True, blank=True)
+    options = models.JSONField(default=dict, blank=True)  # extra runner arguments, e.g. allow_library
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     last_error = models.TextField(blank=True)

@@ -1,7 +1,11 @@
 from django.urls import path
 
-from . import views
+from .views import home
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", home.home, name="home"),
 ]
+
+# === problems ===========================================================================
+
+# === searches, kernels, compare, leaderboards, share links ==============================

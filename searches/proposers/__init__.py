@@ -1,0 +1,1 @@
+from .base import Proposer, ProposerError, get_proposer  # noqa: F401
