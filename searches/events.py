@@ -69,4 +69,5 @@ def kernel_payload(kernel) -> dict:
         "speedup_vs_compile": kernel.speedup_vs_compile,
         "precision": kernel.precision,
         "verified": kernel.verified,
+        "approved": kernel.approved_at is not None,
     }

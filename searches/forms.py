@@ -2,5 +2,152 @@ from django import forms  # noqa: F401
 
 # === problems ===========================================================================
 
+from pathlib import PurePath  # noqa: E402
+
+from django.core.exceptions import ValidationError  # noqa: E402
+
+from .models import Device  # noqa: E402
+from .problem_checks import check_problem_source, model_docstring, size_error  # noqa: E402
+
+
+class ProblemForm(forms.Form):
+    """Name, description, reference source, tolerance and device of a problem."""
+
+    name = forms.CharField(max_length=200, required=False)
+    description = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "class": "short"}), required=False
+    )
+    source = forms.CharField(
+        label="Reference source (KernelBench format)",
+        widget=forms.Textarea(attrs={"rows": 22, "spellcheck": "false", "wrap": "off"}),
+        required=False,
+        strip=False,
+    )
+    atol = forms.FloatField(
+        required=False, min_value=0, label="atol", help_text="Absolute tolerance. Empty: the dtype's default."
+    )
+    rtol = forms.FloatField(
+        required=False, min_value=0, label="rtol", help_text="Relative tolerance. Empty: the dtype's default."
+    )
+    device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU, label="Target device")
+
+    def clean_source(self):
+        # Browsers submit textareas with CRLF line ends; store what the file would hold.
+        return (self.cleaned_data.get("source") or "").replace("\r\n", "\n")
+
+    def source_text(self, cleaned: dict) -> tuple[str, str]:
+        """The source and the name of the field it came from."""
+        return cleaned.get("source") or "", "source"
+
+    def clean(self):
+        cleaned = super().clean()
+        source, field = self.source_text(cleaned)
+        if field in self.errors:
+            return cleaned
+        if not source.strip():
+            self.add_error(field, "Paste the reference source, or upload a KernelBench problem file.")
+            return cleaned
+        try:
+            check_problem_source(source)
+        except ValidationError as error:
+            self.add_error(field, error)
+            return cleaned
+        cleaned["source"] = source
+        if not (cleaned.get("name") or "").strip():
+            self.add_error("name", "Give the problem a name.")
+        if not cleaned.get("description"):
+            cleaned["description"] = model_docstring(source)
+        return cleaned
+
+    def problem_fields(self) -> dict:
+        data = self.cleaned_data
+        return {key: data[key] for key in ("name", "description", "source", "atol", "rtol", "device")}
+
+
+class ProblemCreateForm(ProblemForm):
+    """Adds an upload: a KernelBench problem file instead of pasted source."""
+
+    source_file = forms.FileField(
+        required=False,
+        label="KernelBench problem file (.py)",
+        widget=forms.ClearableFileInput(attrs={"accept": ".py,text/x-python,text/plain"}),
+    )
+    field_order = ["source_file", "name", "description", "source", "atol", "rtol", "device"]
+
+    def clean_source_file(self):
+        upload = self.cleaned_data.get("source_file")
+        if not upload:
+            return None
+        too_large = size_error(upload.size)
+        if too_large:
+            raise ValidationError(f"{upload.name}: {too_large.message}")
+        raw = upload.read()
+        try:
+            return upload.name, raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"{upload.name} is not UTF-8 text (byte {exc.start} cannot be decoded): upload the Python source file."
+            ) from None
+
+    def source_text(self, cleaned: dict) -> tuple[str, str]:
+        uploaded = cleaned.get("source_file")
+        pasted = cleaned.get("source") or ""
+        if not uploaded:
+            return pasted, "source"
+        if pasted.strip():
+            self.add_error("source", "You pasted source and uploaded a file: keep one of them.")
+            return "", "source"
+        filename, text = uploaded
+        if not (cleaned.get("name") or "").strip():
+            cleaned["name"] = PurePath(filename).stem.replace("_", " ").strip()
+        return text, "source_file"
+
 
 # === searches, kernels, ideas, sharing ==================================================
+from .models import Search as _Search  # noqa: E402
+
+
+class SearchStartForm(forms.Form):
+    """The knobs of one search: proposer, the method's R/B/I/K, budgets and device."""
+
+    name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
+    proposer = forms.ChoiceField(choices=_Search.Proposer.choices, initial=_Search.Proposer.PLAYBOOK)
+    model = forms.CharField(max_length=100, required=False, label="Model",
+                            help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
+    device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
+    rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
+    parents_per_round = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Parents per round (B)")
+    ideas_per_parent = forms.IntegerField(min_value=1, max_value=20, initial=3, label="Ideas per parent (I)")
+    kernels_per_idea = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Kernels per idea (K)")
+    bank_size = forms.IntegerField(min_value=0, max_value=50, initial=2, label="Bank of earlier good kernels")
+    allow_library = forms.BooleanField(required=False, label="Allow library calls (cuBLAS, torch ops) in kernels")
+    max_candidates = forms.IntegerField(min_value=1, required=False, label="Budget: candidates")
+    max_tokens = forms.IntegerField(min_value=1, required=False, label="Budget: tokens")
+    max_cost_usd = forms.FloatField(min_value=0.01, required=False, label="Budget: cost (USD)")
+
+    def search_fields(self) -> dict:
+        return dict(self.cleaned_data)
+
+
+class IdeaAddForm(forms.Form):
+    parent_kernel = forms.UUIDField(label="Parent kernel", widget=forms.TextInput(attrs={"list": "parent-choices"}),
+                                    help_text="The kernel this idea improves: pick one of the fastest, or paste "
+                                              "the code of any kernel of this search.")
+    title = forms.CharField(max_length=300)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "class": "short"}), required=False)
+
+
+class KernelSubmitForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False)
+    parent = forms.UUIDField(required=False, label="Parent kernel (code, optional)")
+    source = forms.CharField(widget=forms.Textarea(attrs={"rows": 22, "spellcheck": "false", "wrap": "off"}),
+                             strip=False, label="Kernel source (a module defining ModelNew)")
+
+
+class ShareLinkForm(forms.Form):
+    label = forms.CharField(max_length=200, required=False, help_text="Who the link is for; shown in the list.")
+
+
+class CompareForm(forms.Form):
+    a = forms.UUIDField(label="First kernel")
+    b = forms.UUIDField(label="Second kernel")

@@ -72,3 +72,56 @@ def fail(job: EvaluationJob, reason: str) -> None:
     from . import services
 
     services.job_failed(job, reason)
+
+
+def renew(job_id: int, worker_name: str) -> bool:
+    """Extend the lease of a job this worker still holds. False when it lost the job (its lease
+    expired and another worker claimed it, or it was failed meanwhile)."""
+    expires = timezone.now() + timedelta(seconds=settings.JOB_LEASE_SECONDS)
+    with transaction.atomic():
+        updated = EvaluationJob.objects.filter(
+            pk=job_id, status=EvaluationJob.Status.LEASED, lease_owner=worker_name
+        ).update(lease_expires_at=expires)
+    return updated == 1
+
+
+def release(job: EvaluationJob, worker_name: str, *, error: str = "", count_attempt: bool = False) -> bool:
+    """Hand a leased job back to the queue. A worker that stops on request (SIGTERM) does not
+    count the attempt against the job; a run that broke with an error does."""
+    with transaction.atomic():
+        fresh = EvaluationJob.objects.select_for_update().filter(
+            pk=job.pk, status=EvaluationJob.Status.LEASED, lease_owner=worker_name
+        ).first()
+        if fresh is None:
+            return False
+        if count_attempt and fresh.attempts >= fresh.max_attempts:
+            fail(fresh, error or f"gave up after {fresh.attempts} attempts")
+            return True
+        fresh.status = EvaluationJob.Status.QUEUED
+        fresh.lease_owner = ""
+        fresh.lease_expires_at = None
+        if not count_attempt:
+            fresh.attempts = max(0, fresh.attempts - 1)
+        if error:
+            fresh.last_error = error
+        fresh.save(update_fields=["status", "lease_owner", "lease_expires_at", "attempts", "last_error"])
+    return True
+
+
+def expire_leases_of(worker_name: str) -> int:
+    """A worker starting under a name that already holds leases is a restart of a dead one:
+    make those leases claimable now instead of waiting for them to run out. The killed run
+    still counts as an attempt (it may be the job that killed the worker)."""
+    with transaction.atomic():
+        return EvaluationJob.objects.filter(
+            status=EvaluationJob.Status.LEASED, lease_owner=worker_name
+        ).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+
+def pending_for_search(search_id: int):
+    """Search jobs not finished yet (queued or running)."""
+    return EvaluationJob.objects.filter(
+        kernel__search_id=search_id,
+        purpose=EvaluationJob.Purpose.SEARCH,
+        status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED],
+    )

@@ -115,6 +115,12 @@ class Search(models.Model):
         "Kernel", null=True, blank=True, on_delete=models.SET_NULL, related_name="forked_searches"
     )
     last_event_seq = models.PositiveBigIntegerField(default=0)
+    # Engine bookkeeping (searches/engine.py): the parents chosen when each round started
+    # ({"1": [kernel ids], ...}), and a lease so only one orchestrator advances a search at a time.
+    round_parents = models.JSONField(default=dict, blank=True)
+    engine_lease_owner = models.CharField(max_length=64, blank=True)
+    engine_lease_until = models.DateTimeField(null=True, blank=True)
+    engine_kicked = models.BooleanField(default=False)  # work arrived while the lease was held
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -173,10 +179,18 @@ class Idea(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.LLM)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     call = models.ForeignKey(ProposerCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="ideas")
+    # Position in the proposer's reply for (round, parent); null for user ideas and fork copies.
+    slot = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["round", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["search", "round", "parent_kernel", "slot"], condition=models.Q(slot__isnull=False),
+                name="unique_idea_slot",
+            )
+        ]
 
     def __str__(self):
         return self.title
@@ -222,6 +236,8 @@ class Kernel(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.LLM)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     call = models.ForeignKey(ProposerCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
+    # Which of the idea's K implementations this is; null for seed, user, repair and fork kernels.
+    variant = models.PositiveSmallIntegerField(null=True, blank=True)
 
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
@@ -243,6 +259,18 @@ class Kernel(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["problem", "status", "median_ms"])]
+        # The engine's idempotency keys: re-running a step never duplicates a candidate.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["idea", "variant"], condition=models.Q(variant__isnull=False), name="unique_kernel_variant"
+            ),
+            models.UniqueConstraint(
+                fields=["repair_of"], condition=models.Q(repair_of__isnull=False), name="unique_kernel_repair"
+            ),
+            models.UniqueConstraint(
+                fields=["search"], condition=models.Q(origin="seed"), name="unique_search_seed_kernel"
+            ),
+        ]
 
     def __str__(self):
         return self.name or f"kernel {str(self.code)[:8]}"

@@ -1,3 +1,7 @@
 from django.urls import path
 
-websocket_urlpatterns: list = []
+from .consumers import SearchEventsConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/searches/<uuid:code>/", SearchEventsConsumer.as_asgi()),
+]

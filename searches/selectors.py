@@ -2,8 +2,428 @@
 
 # === problems ===========================================================================
 
+from datetime import timedelta  # noqa: E402
+
+from django.db.models import Count, IntegerField, OuterRef, Subquery  # noqa: E402
+from django.db.models.functions import Coalesce  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from .models import Device, EvaluationJob, Problem, Search, Worker  # noqa: E402
+
+WORKER_SEEN_WITHIN = timedelta(minutes=2)
+
+
+def _lineage_search_count():
+    searches = (
+        Search.objects.filter(problem__lineage=OuterRef("lineage"))
+        .order_by()
+        .values("problem__lineage")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(searches, output_field=IntegerField()), 0)
+
+
+def problem_list():
+    """Latest version of every problem, with searches counted over all its versions."""
+    return (
+        Problem.objects.filter(is_latest=True)
+        .annotate(search_count=_lineage_search_count())
+        .order_by("name", "id")
+    )
+
+
+def problem_versions(problem: Problem):
+    """Every version of the problem's lineage, newest first, with its own search and kernel counts."""
+    return (
+        Problem.objects.filter(lineage=problem.lineage)
+        .annotate(search_count=Count("searches", distinct=True), kernel_count=Count("kernels", distinct=True))
+        .order_by("-version")
+    )
+
+
+def problem_latest_version(problem: Problem) -> Problem:
+    if problem.is_latest:
+        return problem
+    return Problem.objects.filter(lineage=problem.lineage, is_latest=True).first() or problem
+
+
+def evaluator_seen(device: str) -> bool:
+    since = timezone.now() - WORKER_SEEN_WITHIN
+    return Worker.objects.filter(device=device, heartbeat_at__gte=since).exists()
+
+
+def problem_validation_state(problem: Problem) -> dict:
+    """What to tell a person about the problem's validation: a badge, a label, a sentence, and
+    whether it is still pending (the page polls while it is)."""
+    status = problem.validation_status
+    if status == Problem.Validation.OK:
+        return {"status": "ok", "badge": "ok", "label": "Valid", "message": "", "pending": False}
+    if status == Problem.Validation.INVALID:
+        return {"status": "invalid", "badge": "invalid", "label": "Invalid",
+                "message": problem.validation_reason, "pending": False}
+    if status == Problem.Validation.ERROR:
+        return {"status": "error", "badge": "error", "label": "Validation failed",
+                "message": problem.validation_reason, "pending": False}
+
+    job = (
+        EvaluationJob.objects.filter(problem=problem, purpose=EvaluationJob.Purpose.VALIDATE)
+        .order_by("-id")
+        .first()
+    )
+    if job is None or job.status in (EvaluationJob.Status.DONE, EvaluationJob.Status.FAILED):
+        return {"status": "pending", "badge": "pending", "label": "Not queued", "pending": False,
+                "message": "No validation is queued for this problem. Ask for one with “Validate again”."}
+    if job.status == EvaluationJob.Status.LEASED:
+        return {"status": "running", "badge": "running", "label": "Validating…", "pending": True,
+                "message": f"Validating in a sandbox on {job.lease_owner or 'an evaluator'}: running the reference "
+                           "and timing the eager and torch.compile baselines."}
+    if problem.device == Device.CUDA:
+        message = "Waiting for a CUDA worker: this problem runs on a GPU, so a CPU evaluator will not take it."
+        if not evaluator_seen(Device.CUDA):
+            message += (" No CUDA evaluator has reported in the last two minutes; start one on a GPU host with "
+                        "RUNNER_DEVICE=cuda python manage.py evaluator.")
+        return {"status": "queued", "badge": "queued", "label": "Waiting for a CUDA worker", "pending": True,
+                "message": message}
+    message = "Queued for validation by the evaluator."
+    if not evaluator_seen(Device.CPU):
+        message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
+    return {"status": "queued", "badge": "queued", "label": "Validating…", "pending": True, "message": message}
+
 
 # === searches ===========================================================================
 
+import os as _os  # noqa: E402
+import uuid as _uuid  # noqa: E402
+
+from .models import Kernel as _SearchKernel  # noqa: E402
+from .models import Verdict as _SearchVerdict  # noqa: E402
+
+
+def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str) -> str:
+    """Why `proposer` cannot run a search on `problem` for `device`, or "" when it can.
+    The key is checked in this process's environment; the task worker needs it too."""
+    if proposer == Search.Proposer.ANTHROPIC:
+        if not _os.environ.get("ANTHROPIC_API_KEY"):
+            return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the web "
+                    "server and the task worker (qcluster), then restart them. Without a key, use the built-in playbook.")
+        return ""
+    if proposer == Search.Proposer.PLAYBOOK:
+        family = problem.family
+        if not family:
+            return (f"The built-in playbook only writes kernels for the op families it knows, and the runner did not "
+                    f"recognise “{problem.name}” as one of them: this problem needs an LLM. Set ANTHROPIC_API_KEY "
+                    "and choose the Anthropic proposer.")
+        if not _playbook_supports(family, device):
+            return (f"The built-in playbook has no {device} kernels for the “{family}” family: this problem needs an "
+                    "LLM. Set ANTHROPIC_API_KEY and choose the Anthropic proposer.")
+        return ""
+    return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
+
+
+def _playbook_supports(family: str, device: str) -> bool:
+    from .proposers import playbook
+
+    supports = getattr(playbook, "supports", None)
+    if supports is not None:
+        return bool(supports(family, device))
+    from .catalog import playbook as book
+
+    return family in playbook.FAMILY_NAMES and device in book.TARGETS and bool(book.recipes(family, device))
+
+
+def search_leaderboard(*, search: Search, limit: int = 20) -> list[_SearchKernel]:
+    """The search's correct kernels, fastest first (quarantined ones last, flagged)."""
+    return list(
+        _SearchKernel.objects.filter(search=search, status=_SearchVerdict.CORRECT, median_ms__isnull=False)
+        .select_related("idea")
+        .order_by("quarantined", "median_ms", "id")[:limit]
+    )
+
+
+def search_counts(*, search: Search) -> dict:
+    """How many of the search's kernels are in each state, for progress displays."""
+    counts = {}
+    for status in _SearchKernel.objects.filter(search=search).values_list("status", flat=True):
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def problem_by_reference(reference: str) -> Problem | None:
+    """A problem named on a command line: its catalog key (latest version), UUID code or id."""
+    reference = (reference or "").strip()
+    found = Problem.objects.filter(catalog_key=reference).order_by("-version").first()
+    if found is None:
+        try:
+            found = Problem.objects.filter(code=_uuid.UUID(reference)).first()
+        except ValueError:
+            found = None
+    if found is None and reference.isdigit():
+        found = Problem.objects.filter(pk=int(reference)).first()
+    return found
+
+
+
 
 # === kernels, compare, leaderboards, sharing ============================================
+# Leaderboards rank per problem *version* (an exact program: versions of a lineage may change
+# shapes or tolerances, so their timings do not compare) and per GPU model (device_name).
+import hashlib
+from collections import defaultdict
+
+from django.db.models import Max
+
+from .models import BenchmarkRun, EvaluationJob, Idea, Kernel, Search, ShareLink, Verdict
+
+TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
+               "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin")
+
+
+def kernel_is_ranked(kernel) -> bool:
+    """Correct, and either plausible or reproduced by a verified rerun and approved by a person.
+    Works on Kernel rows and on the tree's plain dicts."""
+    get = kernel.get if isinstance(kernel, dict) else lambda name: getattr(kernel, name)
+    if get("status") != Verdict.CORRECT or get("median_ms") is None:
+        return False
+    return not get("quarantined") or (bool(get("verified")) and get("approved_by_id") is not None)
+
+
+def search_tree(*, search: Search) -> dict:
+    """The search's kernels and ideas as plain dicts plus the links between them: compact
+    enough to render 2,000 nodes quickly."""
+    kernels = list(Kernel.objects.filter(search=search).order_by("id").values(*TREE_FIELDS))
+    ideas = list(Idea.objects.filter(search=search).order_by("id").values("id", "parent_kernel_id", "round", "title",
+                                                                          "origin"))
+    kernel_ids = {k["id"] for k in kernels}
+    idea_ids = {i["id"] for i in ideas}
+    ideas_of_kernel, kernels_of_idea, repairs_of_kernel, roots = defaultdict(list), defaultdict(list), defaultdict(list), []
+    root_ideas = []
+    for idea in ideas:
+        if idea["parent_kernel_id"] in kernel_ids:
+            ideas_of_kernel[idea["parent_kernel_id"]].append(idea)
+        else:
+            root_ideas.append(idea)
+    for k in kernels:
+        if k["idea_id"] in idea_ids:
+            kernels_of_idea[k["idea_id"]].append(k)
+        elif k["parent_id"] in kernel_ids:
+            repairs_of_kernel[k["parent_id"]].append(k)
+        else:
+            roots.append(k)
+    best = min((k for k in kernels if kernel_is_ranked(k)), key=lambda k: k["median_ms"], default=None)
+    return {
+        "kernels": kernels, "ideas": ideas, "roots": roots, "root_ideas": root_ideas,
+        "ideas_of_kernel": ideas_of_kernel, "kernels_of_idea": kernels_of_idea, "repairs_of_kernel": repairs_of_kernel,
+        "best": best, "best_path": _best_path(kernels, best),
+    }
+
+
+def _best_path(kernels: list[dict], best: dict | None) -> dict:
+    """Kernel ids and idea ids from the root to the best kernel."""
+    path = {"kernels": set(), "ideas": set()}
+    by_id = {k["id"]: k for k in kernels}
+    node = best
+    while node is not None and node["id"] not in path["kernels"]:
+        path["kernels"].add(node["id"])
+        if node["idea_id"]:
+            path["ideas"].add(node["idea_id"])
+        node = by_id.get(node["parent_id"])
+    return path
+
+
+def search_best_speedup_by_round(tree: dict, last_round: int) -> list[dict]:
+    """The best ranked speedups (vs eager and vs torch.compile) found up to and including each
+    round, from round 0 to the later of `last_round` and the last round with a kernel."""
+    best_eager = best_compile = None
+    per_round = defaultdict(list)
+    for k in tree["kernels"]:
+        if kernel_is_ranked(k):
+            per_round[k["round"]].append(k)
+    last = max([last_round, *(k["round"] for k in tree["kernels"])])
+    series = []
+    for r in range(0, last + 1):
+        for k in per_round.get(r, []):
+            if k["speedup_vs_eager"] is not None:
+                best_eager = max(best_eager or 0, k["speedup_vs_eager"])
+            if k["speedup_vs_compile"] is not None:
+                best_compile = max(best_compile or 0, k["speedup_vs_compile"])
+        series.append({"round": r, "eager": best_eager, "compile": best_compile})
+    return series
+
+
+def search_idea_stats(tree: dict) -> list[dict]:
+    """Per idea: how many of its kernels were correct, and the best speedup among them."""
+    stats = []
+    for idea in tree["ideas"]:
+        kernels = tree["kernels_of_idea"].get(idea["id"], [])
+        done = [k for k in kernels if k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)]
+        correct = [k for k in done if k["status"] == Verdict.CORRECT]
+        speedups = [k["speedup_vs_eager"] for k in correct if k["speedup_vs_eager"] is not None]
+        stats.append({
+            "idea": idea, "kernels": len(kernels), "evaluated": len(done), "correct": len(correct),
+            "rate": (len(correct) / len(done)) if done else None, "best_speedup": max(speedups, default=None),
+        })
+    stats.sort(key=lambda s: (s["rate"] is None, -(s["rate"] or 0), -s["evaluated"]))
+    return stats
+
+
+def search_parent_choices(*, search: Search, limit: int = 30) -> list[Kernel]:
+    """Kernels a person may build an idea on: the search's correct ones, fastest first."""
+    return list(Kernel.objects.filter(search=search, status=Verdict.CORRECT).exclude(median_ms=None)
+                .order_by("median_ms").only("code", "name", "median_ms", "round")[:limit])
+
+
+def search_planned_candidates(search: Search) -> int:
+    """The candidate budget, or the number the round settings lead to when there is none."""
+    if search.max_candidates:
+        return search.max_candidates
+    per_round = search.parents_per_round * search.ideas_per_parent * search.kernels_per_idea
+    return max(1, search.rounds * per_round)
+
+
+def search_list(*, problem=None, limit: int = 200):
+    qs = Search.objects.select_related("problem", "created_by").order_by("-created_at")
+    if problem is not None:
+        qs = qs.filter(problem=problem)
+    return qs[:limit]
+
+
+def kernel_runs(*, kernel: Kernel):
+    return list(BenchmarkRun.objects.filter(kernel=kernel).order_by("-created_at"))
+
+
+def kernel_primary_run(runs: list[BenchmarkRun]) -> BenchmarkRun | None:
+    """The run the kernel's figures come from: its newest search/manual verdict, else any."""
+    for run in runs:
+        if run.purpose != EvaluationJob.Purpose.RERUN:
+            return run
+    return runs[0] if runs else None
+
+
+def kernel_pending_rerun(*, kernel: Kernel) -> bool:
+    return EvaluationJob.objects.filter(
+        kernel=kernel, purpose=EvaluationJob.Purpose.RERUN,
+        status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED],
+    ).exists()
+
+
+def kernel_by_code(code) -> Kernel:
+    return Kernel.objects.select_related("problem", "search", "idea", "parent", "call", "author",
+                                         "approved_by").get(code=code)
+
+
+def kernel_signature(kernel: Kernel):
+    """What a kernel computes, for deciding whether two kernels can be compared: its problem's
+    outputs (shapes and dtypes) as the runner reported them."""
+    outputs = (kernel.problem.validation or {}).get("outputs")
+    return tuple((tuple(o.get("shape") or ()), o.get("dtype")) for o in outputs) if outputs else None
+
+
+def kernel_compare_problem(a: Kernel, b: Kernel) -> str:
+    """Empty when the two kernels can be compared, else the reason why not."""
+    if a.problem_id == b.problem_id:
+        return ""
+    sig_a, sig_b = kernel_signature(a), kernel_signature(b)
+    if sig_a is None or sig_b is None:
+        return ("These kernels solve different problems and at least one problem has not been validated, so "
+                "their outputs cannot be checked to match. Compare kernels of the same problem, or validate both.")
+    if sig_a != sig_b:
+        return "These kernels solve problems with different outputs (shapes or dtypes), so they cannot be compared."
+    return ""
+
+
+def leaderboard_devices(*, problem) -> list[str]:
+    return list(Kernel.objects.filter(problem=problem, status=Verdict.CORRECT).exclude(device_name="")
+                .values_list("device_name", flat=True).distinct().order_by("device_name"))
+
+
+def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict]:
+    """One board per GPU model (never mixed): ranked entries, then quarantined kernels waiting
+    for a verified rerun and an approval, shown outside the ranking."""
+    devices = [device_name] if device_name else leaderboard_devices(problem=problem)
+    boards = []
+    for device in devices:
+        correct = (Kernel.objects.filter(problem=problem, status=Verdict.CORRECT, device_name=device)
+                   .exclude(median_ms=None).select_related("search", "search__created_by", "author", "approved_by")
+                   .order_by("median_ms", "id"))
+        ranked, waiting = [], []
+        for kernel in correct[: limit * 4]:
+            if kernel_is_ranked(kernel):
+                if len(ranked) < limit:
+                    ranked.append(kernel)
+            elif len(waiting) < limit:
+                waiting.append(kernel)
+        boards.append({"device_name": device, "ranked": ranked, "quarantined": waiting})
+    return boards
+
+
+def leaderboard_rows(boards: list[dict]) -> list[dict]:
+    """Flat rows for the JSON/CSV exports."""
+    rows = []
+    for board in boards:
+        for rank, kernel in enumerate(board["ranked"], start=1):
+            rows.append(_leaderboard_row(kernel, board["device_name"], rank))
+        for kernel in board["quarantined"]:
+            rows.append(_leaderboard_row(kernel, board["device_name"], None))
+    return rows
+
+
+def _leaderboard_row(kernel: Kernel, device_name: str, rank: int | None) -> dict:
+    who = kernel.author or (kernel.search.created_by if kernel.search_id else None)
+    return {
+        "rank": rank, "device_name": device_name, "kernel": str(kernel.code), "name": str(kernel),
+        "median_ms": kernel.median_ms, "speedup_vs_eager": kernel.speedup_vs_eager,
+        "speedup_vs_compile": kernel.speedup_vs_compile, "precision": kernel.precision,
+        "verified_rerun": kernel.verified, "quarantined": kernel.quarantined,
+        "approved": kernel.approved_by_id is not None,
+        "search": str(kernel.search.code) if kernel.search_id else None,
+        "ran_by": who.get_username() if who else "",
+        "evaluated_at": kernel.evaluated_at.isoformat() if kernel.evaluated_at else None,
+    }
+
+
+def leaderboard_problems():
+    """Problems that have at least one correct kernel, with their best time."""
+    from .models import Problem
+
+    return (Problem.objects.filter(kernels__status=Verdict.CORRECT).annotate(last=Max("kernels__evaluated_at"))
+            .distinct().order_by("name", "-version"))
+
+
+def share_token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def share_link_by_token(token: str) -> ShareLink | None:
+    """The live link for a token, or None (unknown or revoked)."""
+    if not token or len(token) > 200:
+        return None
+    return (ShareLink.objects.select_related("problem", "search", "kernel", "other_kernel", "created_by")
+            .filter(token_hash=share_token_hash(token), revoked_at=None).first())
+
+
+def share_links_for(**target) -> list[ShareLink]:
+    """Links pointing at one object, e.g. share_links_for(kernel=k), newest first."""
+    return list(ShareLink.objects.filter(**target).select_related("created_by").order_by("-created_at"))
+
+
+def search_provenance(*, search: Search) -> list[dict]:
+    """The environments of the search's latest runs (a search may span GPUs of one model)."""
+    return provenance(BenchmarkRun.objects.filter(kernel__search=search).order_by("-created_at")[:50])
+
+
+def provenance(runs) -> list[dict]:
+    """Hardware and software behind some runs: one entry per distinct environment."""
+    seen, out = set(), []
+    for run in runs:
+        if run is None:
+            continue
+        env = run.environment or {}
+        key = tuple(str(env.get(k, "")) for k in ("device_name", "driver", "torch", "cuda", "runner_version"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"device_name": env.get("device_name") or run.device_name, "driver": env.get("driver"),
+                    "torch": env.get("torch"), "cuda": env.get("cuda"), "python": env.get("python"),
+                    "runner_version": env.get("runner_version"), "date": run.created_at, "seed": run.seed})
+    return out

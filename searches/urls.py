@@ -7,5 +7,46 @@ urlpatterns = [
 ]
 
 # === problems ===========================================================================
+from .views import problems  # noqa: E402
+
+urlpatterns += [
+    path("problems/", problems.problem_list, name="problem_list"),
+    path("problems/new/", problems.problem_create, name="problem_create"),
+    path("problems/<uuid:code>/", problems.problem_detail, name="problem_detail"),
+    path("problems/<uuid:code>/edit/", problems.problem_edit, name="problem_edit"),
+    path("problems/<uuid:code>/validate/", problems.problem_revalidate, name="problem_revalidate"),
+    path("problems/<uuid:code>/validation.json", problems.problem_validation_status, name="problem_validation_status"),
+]
 
 # === searches, kernels, compare, leaderboards, share links ==============================
+from .views import compare, kernels, leaderboards, searches, share  # noqa: E402
+
+urlpatterns += [
+    path("searches/", searches.search_list, name="search_list"),
+    path("problems/<uuid:code>/search/new/", searches.search_new, name="search_new"),
+    path("problems/<uuid:problem_code>/kernels/new/", searches.kernel_new, name="problem_kernel_new"),
+    path("searches/<uuid:code>/", searches.search_detail, name="search_detail"),
+    path("searches/<uuid:code>/pause/", searches.search_control, {"action": "pause"}, name="search_pause"),
+    path("searches/<uuid:code>/resume/", searches.search_control, {"action": "resume"}, name="search_resume"),
+    path("searches/<uuid:code>/cancel/", searches.search_control, {"action": "cancel"}, name="search_cancel"),
+    path("searches/<uuid:code>/fork/", searches.search_fork, name="search_fork"),
+    path("searches/<uuid:code>/ideas/", searches.idea_add, name="idea_add"),
+    path("searches/<uuid:code>/kernels/new/", searches.kernel_new, name="search_kernel_new"),
+    path("searches/<uuid:code>/share/", share.share_search, name="share_search"),
+    path("kernels/<uuid:code>/", kernels.kernel_detail, name="kernel_detail"),
+    path("kernels/<uuid:code>/export.py", kernels.kernel_export, name="kernel_export"),
+    path("kernels/<uuid:code>/bundle.zip", kernels.kernel_bundle, name="kernel_bundle"),
+    path("kernels/<uuid:code>/rerun/", kernels.kernel_rerun, name="kernel_rerun"),
+    path("kernels/<uuid:code>/approve/", kernels.kernel_approve, name="kernel_approve"),
+    path("kernels/<uuid:code>/share/", share.share_kernel, name="share_kernel"),
+    path("compare/", compare.compare, name="compare"),
+    path("compare/share/", share.share_compare, name="share_compare"),
+    path("leaderboards/", leaderboards.leaderboard_index, name="leaderboard_index"),
+    path("problems/<uuid:code>/leaderboard/", leaderboards.leaderboard, name="leaderboard"),
+    path("problems/<uuid:code>/leaderboard.json", leaderboards.leaderboard_export, {"fmt": "json"},
+         name="leaderboard_json"),
+    path("problems/<uuid:code>/leaderboard.csv", leaderboards.leaderboard_export, {"fmt": "csv"}, name="leaderboard_csv"),
+    path("problems/<uuid:code>/leaderboard/share/", share.share_leaderboard, name="share_leaderboard"),
+    path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
+    path("s/<str:token>/", share.shared, name="shared"),
+]

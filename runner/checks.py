@@ -1,0 +1,875 @@
+"""Static (AST) checks of a candidate kernel's source, run before anything executes.
+
+They catch the cheats that are visible in the text: a try/except that falls back to PyTorch,
+monkey-patching of torch, timers, comparisons or the runner, threads and side streams,
+introspection that could reach the evaluator, the reference's own op or PyTorch compute
+inside `ModelNew`, and results cached across calls. What only shows at run time (aliased or
+stale outputs, mutated inputs, precision, timing) is runner/verify.py's work.
+
+Plain Python: no torch import, nothing of the candidate is run. Each reason names the line
+and says what to change, so it can go straight back to the kernel's author (human or LLM).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+KERNEL_RULE = (
+    "PyTorch may be used in forward only for allocation (torch.empty*), views and shape handling, "
+    "dtype/contiguity and data_ptr (see docs/KERNEL_FORMAT.md)"
+)
+
+# Tensor methods and torch functions that do no arithmetic (docs/KERNEL_FORMAT.md's allow-list,
+# plus their obvious relatives: more views, more casts, metadata).
+VIEW_METHODS = {
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "expand", "expand_as", "narrow", "select", "unbind", "split", "chunk",
+    "movedim", "moveaxis", "swapaxes", "as_strided", "contiguous", "to", "float", "half", "bfloat16",
+    "double", "cpu", "cuda", "type_as", "detach", "requires_grad_", "new_empty", "new_empty_strided",
+}
+META_METHODS = {
+    "size", "numel", "stride", "dim", "ndimension", "nelement", "data_ptr", "element_size",
+    "is_contiguous", "storage_offset", "get_device", "is_floating_point", "is_complex", "item",
+}
+ALLOWED_TORCH_CALLS = {
+    "empty", "empty_like", "empty_strided", "device", "Size", "finfo", "iinfo", "is_tensor",
+    "is_floating_point", "get_default_dtype", "no_grad", "inference_mode", "numel",
+    "reshape", "flatten", "permute", "transpose", "squeeze", "unsqueeze", "t", "as_strided",
+    "broadcast_shapes", "result_type", "promote_types",
+}
+ALLOWED_TORCH_PREFIXES = (
+    "torch.cuda.current_stream", "torch.cuda.current_device", "torch.cuda.synchronize",
+    "torch.cuda.device", "torch.cuda.get_device_properties", "torch.cuda.get_device_capability",
+    "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.nvtx",
+    "torch.utils.cpp_extension", "torch.utils.dlpack", "torch.backends.cpu.get_cpu_capability",
+)
+# Calls that leave the result a plain Python value, not a tensor.
+NON_TENSOR_TORCH_CALLS = {"device", "Size", "finfo", "iinfo", "is_tensor", "is_floating_point",
+                          "get_default_dtype", "numel", "broadcast_shapes", "result_type",
+                          "promote_types", "no_grad", "inference_mode"}
+LIBRARY_OP_NAMESPACES = {"aten", "prims", "quantized", "mkldnn", "quantized_decomposed", "_c10d_functional",
+                         "torchvision", "inductor"}
+TENSOR_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag", "data", "grad"}
+CUPY_ALLOWED = {"uint64", "int64", "int32", "uint32", "float32", "float64", "float16", "intp",
+                "uintp", "RawModule", "RawKernel", "ElementwiseKernel", "ReductionKernel", "from_dlpack",
+                "asarray", "get_function"}
+NUMPY_ALLOWED = {"uint64", "int64", "int32", "uint32", "float32", "float64", "float16", "intp",
+                 "uintp", "dtype", "prod"}
+
+COMPILE_CALLS = (
+    "cupy.RawModule", "cupy.RawKernel", "cupy.ElementwiseKernel", "cupy.ReductionKernel",
+    "torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load",
+    "ctypes.CDLL", "ctypes.cdll.LoadLibrary", "ctypes.CDLL.__init__", "triton.jit",
+)
+
+CONCURRENCY_MODULES = {
+    "threading": "threads", "_thread": "threads", "multiprocessing": "other processes",
+    "concurrent": "thread or process pools", "asyncio": "asyncio tasks",
+    "torch.multiprocessing": "other processes",
+}
+INTROSPECTION_MODULES = {
+    "gc": "walks every live object (it can reach the reference's output)",
+    "inspect": "inspects the caller's frames (it can reach the evaluator)",
+    "runner": "reaches into the evaluator",
+    "__main__": "reaches into the evaluator",
+    "importlib": "imports modules by computed names",
+    "signal": "can interrupt the runner's timing",
+    "unittest": "patches objects it does not own",
+    "_ctypes": "turns addresses into Python objects",
+    "torch.overrides": "intercepts torch functions",
+    "torch.utils._python_dispatch": "intercepts torch operators",
+}
+FRAME_ATTRIBUTES = {
+    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
+    "cr_frame", "ag_frame", "__globals__", "__builtins__", "__subclasses__", "__closure__",
+    "__code__", "__torch_function__", "__torch_dispatch__",
+}
+SYS_INTROSPECTION = {"_getframe", "_current_frames", "settrace", "setprofile", "modules",
+                     "exc_info", "exception", "last_traceback", "_getframemodulename", "monitoring"}
+DANGEROUS_BUILTINS = {
+    "exec": "runs code the checks cannot see", "eval": "runs code the checks cannot see",
+    "compile": "builds code the checks cannot see", "__import__": "imports modules by computed names",
+    "globals": "reads and writes module state at run time", "vars": "reads and writes object state",
+    "breakpoint": "stops the process",
+}
+RAW_MEMORY_CTYPES = {"pythonapi", "py_object", "string_at", "wstring_at", "memmove", "memset",
+                     "PyDLL", "pydll"}
+GLOBAL_STATE_SETTERS = {
+    "set_num_threads", "set_num_interop_threads", "set_default_dtype", "set_default_tensor_type",
+    "set_default_device", "set_flush_denormal", "manual_seed", "seed", "set_rng_state",
+    "manual_seed_all", "set_float32_matmul_precision", "use_deterministic_algorithms",
+}
+STREAM_CALLS = {"torch.cuda.Stream", "torch.Stream", "torch.cuda.streams.Stream", "torch.cuda.set_stream",
+                "cupy.cuda.Stream", "cupy.cuda.stream.Stream", "torch.cuda.stream"}
+EXTERNAL_STREAM_CALLS = {"cupy.cuda.ExternalStream", "cupy.cuda.stream.ExternalStream",
+                         "torch.cuda.ExternalStream"}
+CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+
+# Patterns inside embedded C/C++/CUDA source strings.
+SOURCE_PATTERNS = (
+    (re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamPerThread)\b"),
+     "creates or uses a side CUDA stream the timer does not see; launch on torch's current stream"),
+    (re.compile(r"\b(pthread_create|std::thread|std::async|std::jthread)\b|\bfork\s*\("),
+     "starts threads or processes that can outlive the timed call; use OpenMP inside the call instead"),
+    (re.compile(r"\bomp_set_num_threads\b|\bnum_threads\s*\("),
+     "changes the thread count, which the runner fixes for candidate and baselines alike"),
+)
+
+
+@dataclass
+class Imports:
+    """Names bound by imports (and plain aliases of them) mapped to their dotted origin."""
+
+    names: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self.names.get(node.id, node.id)
+        return ".".join([root, *reversed(parts)])
+
+    def is_imported_root(self, node: ast.AST) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.names
+
+
+def collect_imports(tree: ast.Module) -> Imports:
+    imports = Imports()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports.names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    imports.names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                imports.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    # `mod = torch` style aliases, repeated so chains of aliases resolve too.
+    for _ in range(3):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(target, ast.Name) and isinstance(value, (ast.Name, ast.Attribute)):
+                    if imports.is_imported_root(value):
+                        imports.names[target.id] = imports.resolve(value)
+    return imports
+
+
+def under(name: str | None, *prefixes: str) -> bool:
+    return bool(name) and any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def allowed_torch_call(name: str) -> bool:
+    if any(under(name, p) for p in ALLOWED_TORCH_PREFIXES):
+        return True
+    parts = name.split(".")
+    if len(parts) > 3 and parts[1] == "ops" and parts[2] not in LIBRARY_OP_NAMESPACES:
+        return True  # a custom op the kernel registered itself (load_inline, torch.library)
+    if len(parts) == 2 and parts[1] in ALLOWED_TORCH_CALLS:
+        return True
+    return parts[-1] in VIEW_METHODS or parts[-1].startswith("empty")
+
+
+def normalized(op: str) -> str:
+    """`layer_norm`, `LayerNorm` and `layernorm` name the same op."""
+    return op.replace("_", "").lower()
+
+
+def bound_names(target: ast.AST) -> set[str]:
+    """Names an assignment target binds (`a`, `a, b`, `*rest`), not those it only indexes."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(bound_names(e) for e in target.elts)) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return set()
+
+
+class FunctionFacts:
+    """What one function does with tensors: which names hold tensors, which ops it calls."""
+
+    def __init__(self, func: ast.FunctionDef, imports: Imports, self_tensors: set[str],
+                 self_modules: dict[str, str]):
+        self.func = func
+        self.imports = imports
+        self.self_tensors = self_tensors
+        self.self_modules = self_modules
+        self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs if a.arg != "self"}
+        if func.args.vararg:
+            self.tensors.add(func.args.vararg.arg)
+        for _ in range(3):  # enough passes for assignments that build on each other
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and self.is_tensor(node.value):
+                    for target in node.targets:
+                        self.tensors.update(bound_names(target))
+                elif isinstance(node, (ast.For, ast.comprehension)) and self.is_tensor(node.iter):
+                    self.tensors.update(bound_names(node.target))
+
+    def self_attr(self, node: ast.AST) -> str | None:
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "self"):
+            return node.attr
+        return None
+
+    def is_tensor(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.tensors
+        if isinstance(node, ast.Attribute):
+            attr = self.self_attr(node)
+            if attr is not None:
+                return attr in self.self_tensors
+            if isinstance(node.value, ast.Attribute) and self.self_attr(node.value) in self.self_modules:
+                return node.attr in {"weight", "bias", "running_mean", "running_var"}
+            return node.attr in TENSOR_ATTRIBUTES and self.is_tensor(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.is_tensor(node.value)
+        if isinstance(node, ast.BinOp):
+            return self.is_tensor(node.left) or self.is_tensor(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.is_tensor(node.operand)
+        if isinstance(node, ast.IfExp):
+            return self.is_tensor(node.body) or self.is_tensor(node.orelse)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return any(self.is_tensor(e) for e in node.elts)
+        if isinstance(node, ast.Call):
+            name = self.imports.resolve(node.func)
+            if name and under(name, "torch"):
+                if under(name, "torch.cuda", "torch.utils", "torch.backends"):
+                    return False
+                return name.rsplit(".", 1)[-1] not in NON_TENSOR_TORCH_CALLS
+            attr = self.self_attr(node.func)
+            if attr is not None:
+                return attr in self.self_modules  # self.conv(x) returns a tensor
+            if isinstance(node.func, ast.Attribute):
+                return node.func.attr not in META_METHODS and self.is_tensor(node.func.value)
+        return False
+
+    def compute_uses(self) -> list[tuple[int, str]]:
+        """(line, description) of every place the function computes with PyTorch or a library."""
+        uses = []
+        for node in ast.walk(self.func):
+            found = self.compute_use(node)
+            if found:
+                uses.append((node.lineno, found))
+        return uses
+
+    def compute_use(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call):
+            return self.compute_call(node)
+        if isinstance(node, ast.BinOp) and (self.is_tensor(node.left) or self.is_tensor(node.right)):
+            return f"the operator {op_symbol(node.op)} on tensors"
+        if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not) and self.is_tensor(node.operand):
+            return f"the operator {op_symbol(node.op)} on a tensor"
+        if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
+            if self.is_tensor(node.left) or any(self.is_tensor(c) for c in node.comparators):
+                return "a comparison of tensors"
+        if isinstance(node, ast.AugAssign) and self.is_tensor(node.target):
+            return f"the in-place operator {op_symbol(node.op)}= on a tensor"
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and self.is_tensor(target.value):
+                    return "indexed assignment into a tensor"
+        return None
+
+    def compute_call(self, node: ast.Call) -> str | None:
+        name = self.imports.resolve(node.func)
+        if name and under(name, "torch"):
+            if allowed_torch_call(name):
+                return None
+            return f"{name}()"
+        if name and under(name, "cupy"):
+            last = name.rsplit(".", 1)[-1]
+            if under(name, "cupy.cuda") or last in CUPY_ALLOWED:
+                return None
+            return f"{name}() (library compute)"
+        if name and under(name, "numpy"):
+            if name.rsplit(".", 1)[-1] in NUMPY_ALLOWED:
+                return None
+            return f"{name}() (library compute)"
+        attr = self.self_attr(node.func)
+        if attr in self.self_modules:
+            return f"self.{attr}(), a torch.nn.{self.self_modules[attr]}"
+        if isinstance(node.func, ast.Attribute) and self.is_tensor(node.func.value):
+            method = node.func.attr
+            if method in VIEW_METHODS or method in META_METHODS or method.startswith("new_empty"):
+                return None
+            if (inner := self.self_attr(node.func.value)) in self.self_modules and method == "forward":
+                return f"self.{inner}.forward(), a torch.nn.{self.self_modules[inner]}"
+            return f"the tensor method .{method}()"
+        return None
+
+    def ops_called(self) -> dict[str, int]:
+        """Normalized names of torch ops this function calls, with a line each."""
+        ops: dict[str, int] = {}
+        for node in ast.walk(self.func):
+            op = None
+            if isinstance(node, ast.Call):
+                name = self.imports.resolve(node.func)
+                if name and under(name, "torch"):
+                    last = name.rsplit(".", 1)[-1]
+                    if not allowed_torch_call(name):
+                        op = last
+                elif (attr := self.self_attr(node.func)) in self.self_modules:
+                    op = self.self_modules[attr]
+                elif isinstance(node.func, ast.Attribute) and self.is_tensor(node.func.value):
+                    method = node.func.attr
+                    if method not in VIEW_METHODS and method not in META_METHODS:
+                        op = method
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                op = "matmul"
+            if op:
+                ops.setdefault(normalized(op.rstrip("_")), node.lineno)
+        return ops
+
+
+def op_symbol(op: ast.AST) -> str:
+    symbols = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+               ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
+               ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.USub: "-", ast.UAdd: "+",
+               ast.Invert: "~"}
+    return symbols.get(type(op), type(op).__name__)
+
+
+@dataclass
+class ClassInfo:
+    node: ast.ClassDef
+    methods: dict[str, ast.FunctionDef]
+    self_tensors: set[str]
+    self_modules: dict[str, str]  # attribute -> nn class name
+
+
+def class_info(node: ast.ClassDef, imports: Imports) -> ClassInfo:
+    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    tensors: set[str] = set()
+    modules: dict[str, str] = {}
+    for method in methods.values():
+        for sub in ast.walk(method):
+            if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call):
+                continue
+            name = imports.resolve(sub.value.func) or ""
+            for target in sub.targets:
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"):
+                    continue
+                last = name.rsplit(".", 1)[-1]
+                if under(name, "torch.nn") and last not in {"Parameter", "Buffer"} and last[:1].isupper():
+                    modules[target.attr] = last
+                elif under(name, "torch"):
+                    tensors.add(target.attr)
+        for sub in ast.walk(method):
+            if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr == "register_buffer" and sub.args
+                    and isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str)):
+                tensors.add(sub.args[0].value)
+    return ClassInfo(node, methods, tensors, modules)
+
+
+class Checker:
+    def __init__(self, tree: ast.Module, imports: Imports, *, reference: ast.Module | None,
+                 allow_library: bool, device: str):
+        self.tree = tree
+        self.imports = imports
+        self.reference = reference
+        self.allow_library = allow_library
+        self.device = device
+        self.reasons: list[str] = []
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def flag(self, node: ast.AST | int | None, message: str) -> None:
+        line = node if isinstance(node, int) else getattr(node, "lineno", None)
+        reason = f"line {line}: {message}" if line else message
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def run(self) -> list[str]:
+        self.check_imports()
+        self.check_patching()
+        self.check_introspection()
+        self.check_concurrency_and_streams()
+        self.check_embedded_sources()
+        self.check_fallbacks()
+        model_new = self.classes.get("ModelNew")
+        if model_new is None:
+            self.flag(None, "the module defines no class ModelNew; define `class ModelNew(nn.Module)` "
+                            "at module level with the same constructor arguments as Model")
+            return self.reasons
+        info = class_info(model_new, self.imports)
+        self.check_model_new_shape(info)
+        reachable = self.forward_reachable(info)
+        self.check_reference_use(info, reachable)
+        self.check_caching(info, reachable)
+        self.check_returns_input(info)
+        if not self.allow_library:
+            self.check_compute(info, reachable)
+            self.check_kernel_of_its_own(info, reachable)
+        return self.reasons
+
+    # --- imports, patching, introspection ----------------------------------------------------
+
+    def check_imports(self) -> None:
+        for node in ast.walk(self.tree):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    self.flag(node, "relative imports reach outside the kernel; a kernel is one self-contained module")
+                    continue
+                modules = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            for module in modules:
+                reason = self.import_reason(module)
+                if reason:
+                    self.flag(node, reason)
+                    break
+                if under(module, "cupy") and self.device == "cpu":
+                    self.flag(node, "imports cupy on the cpu target; build C source with the system "
+                                    "compiler and load it with ctypes.CDLL instead")
+
+    def import_reason(self, module: str) -> str | None:
+        for bad, why in CONCURRENCY_MODULES.items():
+            if under(module, bad):
+                return (f"imports {module}, which runs work on {why} that the timer can miss; "
+                        "do all work inside forward (OpenMP inside a C kernel is fine)")
+        for bad, why in INTROSPECTION_MODULES.items():
+            if under(module, bad):
+                return f"imports {module}, which {why}; remove it"
+        return None
+
+    def check_patching(self) -> None:
+        for node in ast.walk(self.tree):
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.Delete):
+                targets = node.targets
+            for target in targets:
+                for sub in ast.walk(target):
+                    self.check_patch_target(node, sub)
+            if isinstance(node, ast.Call):
+                self.check_patch_call(node)
+            if isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    base_name = self.imports.resolve(base) or ""
+                    if base_name in {"torch.Tensor", "torch._C.TensorBase"} or base_name.endswith("TorchDispatchMode"):
+                        self.flag(node, f"class {node.name} subclasses {base_name}, which can intercept "
+                                        "torch operations and comparisons; return plain tensors")
+                    if base_name == "Model" or (isinstance(base, ast.Name) and base.id == "Model"):
+                        self.flag(node, f"class {node.name} inherits from the reference Model; "
+                                        "subclass nn.Module and write your own forward")
+
+    def check_patch_target(self, stmt: ast.AST, target: ast.AST) -> None:
+        if isinstance(target, ast.Attribute) and target.attr == "__class__":
+            self.flag(stmt, "assigns __class__, which disguises an object's type; return plain tensors")
+            return
+        if not isinstance(target, (ast.Attribute, ast.Subscript)):
+            return
+        if not isinstance(getattr(target, "ctx", None), (ast.Store, ast.Del)):
+            return
+        if not self.imports.is_imported_root(target):
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "__builtins__":
+                self.flag(stmt, "changes __builtins__; leave the interpreter's builtins alone")
+            return
+        name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
+        if under(name, "os.environ"):
+            self.flag(stmt, "writes os.environ, which the runner sets (thread count, caches); "
+                            "pass options to your compiler as arguments instead")
+        elif under(name, "sys.modules"):
+            self.flag(stmt, "replaces entries of sys.modules; import modules normally and do not replace them")
+        else:
+            self.flag(stmt, f"assigns {name}, monkey-patching a module it imported; "
+                            "never change torch, timers, comparisons or the runner, only define your own names")
+
+    def check_patch_call(self, node: ast.Call) -> None:
+        name = self.imports.resolve(node.func) or ""
+        if isinstance(node.func, ast.Name) and node.func.id in {"setattr", "delattr"} and node.args:
+            target = node.args[0]
+            if self.imports.is_imported_root(target) or (
+                    isinstance(target, ast.Name) and target.id in {"__builtins__", "builtins"}):
+                self.flag(node, f"{node.func.id}() on {self.imports.resolve(target)} monkey-patches "
+                                "a module it imported; define your own names instead")
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2 \
+                and self.imports.is_imported_root(node.args[0]) \
+                and not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            self.flag(node, f"getattr() on {self.imports.resolve(node.args[0])} with a computed name hides which "
+                            "function it calls; name the function directly")
+        if under(name, "os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault",
+                 "os.environ.pop", "os.environ.clear"):
+            self.flag(node, "writes os.environ, which the runner sets (thread count, caches); "
+                            "pass options to your compiler as arguments instead")
+        if under(name, "os.fork", "os.forkpty", "os.register_at_fork"):
+            self.flag(node, f"calls {name}, which starts work the timer cannot see; do all work inside forward")
+        if under(name, "torch") and name.rsplit(".", 1)[-1] in GLOBAL_STATE_SETTERS:
+            self.flag(node, f"calls {name}, which changes global state the runner fixes for the reference "
+                            "and baselines; remove it")
+        if under(name, "torch.backends") and name.rsplit(".", 1)[-1].startswith(("set_", "enable", "disable")):
+            self.flag(node, f"calls {name}, which changes global state the runner fixes; remove it")
+        if name in {"torch.compile", "torch.jit.script", "torch.jit.trace"} or under(name, "torch._dynamo", "torch._inductor"):
+            if not self.allow_library:
+                self.flag(node, f"calls {name}, which generates code with PyTorch's compiler rather than "
+                                "your own kernel; write the kernel yourself")
+
+    def check_introspection(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute):
+                if node.attr in FRAME_ATTRIBUTES:
+                    self.flag(node, f"uses .{node.attr}, introspection that can reach the evaluator's data; remove it")
+                name = self.imports.resolve(node) or ""
+                if under(name, "sys") and name.split(".")[1:2] and name.split(".")[1] in SYS_INTROSPECTION:
+                    self.flag(node, f"uses {name}, introspection that can reach the evaluator; remove it")
+                if under(name, "ctypes") and name.split(".")[-1] in RAW_MEMORY_CTYPES:
+                    self.flag(node, f"uses {name}, raw access to the interpreter's memory; pass tensor "
+                                    "data_ptr() values to your own compiled function instead")
+                if under(name, "torch._C"):
+                    self.flag(node, f"uses {name}, PyTorch internals; use the public API only")
+            elif isinstance(node, ast.Name):
+                if node.id == "__builtins__":
+                    self.flag(node, "uses __builtins__; leave the interpreter's builtins alone")
+                elif node.id in DANGEROUS_BUILTINS and node.id not in self.imports.names \
+                        and node.id not in self.functions:
+                    self.flag(node, f"uses {node.id}(), which {DANGEROUS_BUILTINS[node.id]}; "
+                                    "write the code out plainly")
+                elif node.id == "Model" and isinstance(node.ctx, ast.Load):
+                    self.flag(node, "uses the reference class Model; ModelNew must compute the result itself")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    if (self.imports.resolve(target) or "") in CACHE_DECORATORS:
+                        self.flag(decorator, f"memoizes {node.name} with {self.imports.resolve(target)}, "
+                                             "which can return results cached from earlier calls; compute every call")
+
+    # --- threads, streams, embedded sources, fallbacks ------------------------------------
+
+    def check_concurrency_and_streams(self) -> None:
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = self.imports.resolve(node.func) or ""
+            if name in STREAM_CALLS:
+                self.flag(node, f"calls {name}, a side stream the timer does not wait for; launch on "
+                                "torch's current stream (cupy.cuda.ExternalStream("
+                                "torch.cuda.current_stream().cuda_stream))")
+            elif name in EXTERNAL_STREAM_CALLS:
+                text = ast.unparse(node)
+                if "current_stream" not in text:
+                    self.flag(node, f"wraps a stream other than torch's current one ({text}); use "
+                                    "cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)")
+            elif under(name, "torch.jit.fork", "torch.futures"):
+                self.flag(node, f"calls {name}, which runs work asynchronously; do all work inside forward")
+
+    def check_embedded_sources(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 20:
+                for pattern, why in SOURCE_PATTERNS:
+                    match = pattern.search(node.value)
+                    if match:
+                        self.flag(node, f"the embedded source uses {match.group(0).strip()}, which {why}")
+
+    def check_fallbacks(self) -> None:
+        for cls in [None, *self.classes.values()]:
+            info = class_info(cls, self.imports) if cls else None
+            funcs = info.methods.values() if info else self.functions.values()
+            for func in funcs:
+                facts = FunctionFacts(func, self.imports, info.self_tensors if info else set(),
+                                      info.self_modules if info else {})
+                for node in ast.walk(func):
+                    if isinstance(node, ast.Try):
+                        self.check_try(node, facts)
+        for node in self.tree.body:
+            if isinstance(node, ast.Try):
+                self.check_try(node, FunctionFacts(ast.FunctionDef(
+                    name="<module>", args=ast.arguments([], [], None, [], [], None, []), body=node.body,
+                    decorator_list=[], lineno=node.lineno), self.imports, set(), {}))
+
+    def check_try(self, node: ast.Try, facts: FunctionFacts) -> None:
+        for handler in node.handlers:
+            for stmt in handler.body:
+                for sub in ast.walk(stmt):
+                    use = facts.compute_use(sub)
+                    name = self.imports.resolve(sub.func) if isinstance(sub, ast.Call) else None
+                    if not use and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                            and sub.func.id == "Model":
+                        use = "the reference Model"
+                    if use or (name and under(name, "torch.nn.functional")):
+                        self.flag(handler, f"the except block falls back to PyTorch ({use or name}) when "
+                                           "the kernel fails; let the error propagate so the runner reports it")
+                        return
+
+    # --- ModelNew ---------------------------------------------------------------------------
+
+    def check_model_new_shape(self, info: ClassInfo) -> None:
+        if "forward" not in info.methods:
+            self.flag(info.node, "ModelNew has no forward method; define forward(self, ...) taking "
+                                 "the same inputs as Model.forward")
+
+    def forward_reachable(self, info: ClassInfo) -> list[tuple[ast.FunctionDef, ClassInfo | None]]:
+        """forward plus the methods and module functions it calls, transitively."""
+        if "forward" not in info.methods:
+            return []
+        seen: dict[int, tuple[ast.FunctionDef, ClassInfo | None]] = {}
+        pending: list[tuple[ast.FunctionDef, ClassInfo | None]] = [(info.methods["forward"], info)]
+        while pending:
+            func, owner = pending.pop()
+            if id(func) in seen:
+                continue
+            seen[id(func)] = (func, owner)
+            for node in ast.walk(func):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id == "self" and owner and node.attr in owner.methods \
+                        and node.attr != "__init__":
+                    pending.append((owner.methods[node.attr], owner))
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    if node.id in self.functions and not self.is_device_function(self.functions[node.id]):
+                        pending.append((self.functions[node.id], None))
+                    elif node.id in self.classes and node.id != "ModelNew":
+                        other = class_info(self.classes[node.id], self.imports)
+                        pending.extend((m, other) for m in other.methods.values())
+        return list(seen.values())
+
+    def is_device_function(self, func: ast.FunctionDef) -> bool:
+        """A Triton (or numba) kernel body: its arithmetic is the kernel's own, not PyTorch's."""
+        for decorator in func.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if under(self.imports.resolve(target), "triton", "numba"):
+                return True
+        return False
+
+    def facts_for(self, func: ast.FunctionDef, owner: ClassInfo | None) -> FunctionFacts:
+        return FunctionFacts(func, self.imports, owner.self_tensors if owner else set(),
+                             owner.self_modules if owner else {})
+
+    def check_reference_use(self, info: ClassInfo, reachable) -> None:
+        if self.allow_library or self.reference is None:
+            return
+        ref_imports = collect_imports(self.reference)
+        ref_class = next((n for n in self.reference.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+        if ref_class is None:
+            return
+        ref_info = class_info(ref_class, ref_imports)
+        ref_ops: dict[str, int] = {}
+        for name, method in ref_info.methods.items():
+            if name != "__init__":
+                ref_ops.update(FunctionFacts(method, ref_imports, ref_info.self_tensors,
+                                             ref_info.self_modules).ops_called())
+        for func, owner in reachable:
+            for op, line in self.facts_for(func, owner).ops_called().items():
+                if op in ref_ops:
+                    self.flag(line, f"forward calls the reference's own operation ({op}); "
+                                    "compute it in your own kernel instead")
+
+    def check_compute(self, info: ClassInfo, reachable) -> None:
+        for func, owner in reachable:
+            for line, use in self.facts_for(func, owner).compute_uses():
+                self.flag(line, f"forward computes with {use}; {KERNEL_RULE}. Do this work in your own kernel")
+
+    def check_returns_input(self, info: ClassInfo) -> None:
+        forward = info.methods.get("forward")
+        if forward is None:
+            return
+        inputs = {a.arg for a in forward.args.args if a.arg != "self"}
+        for _ in range(2):  # names that are an input or a view of one
+            for node in ast.walk(forward):
+                if isinstance(node, ast.Assign) and self.is_input_view(node.value, inputs):
+                    for target in node.targets:
+                        inputs |= bound_names(target)
+        for node in ast.walk(forward):
+            if isinstance(node, ast.Return) and node.value is not None:
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for value in values:
+                    if self.is_input_view(value, inputs):
+                        self.flag(node, f"forward returns its input ({ast.unparse(value)}) or a view of it; "
+                                        "write the result into a fresh output (torch.empty_like) and leave "
+                                        "inputs unchanged")
+
+    def is_input_view(self, node: ast.AST, inputs: set[str]) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in inputs
+        if isinstance(node, ast.Subscript):
+            return self.is_input_view(node.value, inputs)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            view_like = VIEW_METHODS - {"to", "float", "half", "bfloat16", "double", "cpu", "cuda", "type_as",
+                                        "contiguous"}
+            return node.func.attr in view_like and self.is_input_view(node.func.value, inputs)
+        return False
+
+    def check_kernel_of_its_own(self, info: ClassInfo, reachable) -> None:
+        compiles = any(isinstance(n, ast.Call) and (self.imports.resolve(n.func) or "") in COMPILE_CALLS
+                       for n in ast.walk(self.tree))
+        compiles = compiles or any(
+            (self.imports.resolve(d.func if isinstance(d, ast.Call) else d) or "") in COMPILE_CALLS
+            for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for d in n.decorator_list)
+        if not compiles:
+            how = ("a C library built with the system compiler and loaded with ctypes.CDLL, or load_inline"
+                   if self.device == "cpu" else "cupy.RawModule/RawKernel, or load_inline")
+            self.flag(None, f"the module compiles no kernel of its own; build one ({how}) and call it in "
+                            "forward, or run the search with library calls allowed")
+            return
+        if reachable and not any(self.launches_kernel(func, owner) for func, owner in reachable):
+            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there")
+
+    def launches_kernel(self, func: ast.FunctionDef, owner: ClassInfo | None) -> bool:
+        facts = self.facts_for(func, owner)
+        plain = {"len", "int", "float", "range", "tuple", "list", "min", "max", "isinstance", "print",
+                 "super", "type", "getattr", "hasattr", "str", "abs", "divmod", "enumerate", "zip", "sum",
+                 "all", "any", "bool", "dict", "set", "round", "id"}
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            name = self.imports.resolve(node.func) or ""
+            if isinstance(node.func, ast.Name) and (node.func.id in plain or node.func.id in self.functions
+                                                     or node.func.id in self.classes):
+                continue
+            if under(name, "torch", "numpy", "math", "os", "sys", "time", "subprocess", "tempfile"):
+                continue
+            if under(name, "ctypes") and not under(name, "ctypes.CDLL", "ctypes.cdll"):
+                continue
+            if under(name, "cupy") and name.rsplit(".", 1)[-1] in CUPY_ALLOWED - {"RawKernel", "RawModule"}:
+                continue
+            if under(name, "cupy.cuda"):
+                continue
+            if isinstance(node.func, ast.Attribute):
+                if facts.is_tensor(node.func.value):
+                    continue
+                if facts.self_attr(node.func) in (owner.methods if owner else {}):
+                    continue
+                if facts.self_attr(node.func) in facts.self_modules:
+                    continue
+            return True
+        return False
+
+    def check_caching(self, info: ClassInfo, reachable) -> None:
+        module_names = {t.id for n in self.tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        if isinstance(t, ast.Name)}
+        for func, owner in reachable:
+            state = CallState(func, self.facts_for(func, owner), module_names)
+            for node in ast.walk(func):
+                found = state.caching(node)
+                if found:
+                    self.flag(node, f"{found}; results must be computed from this call's inputs, "
+                                    "into a fresh output, on every call")
+
+
+class CallState:
+    """Finds data of one call (inputs, outputs, their identity) kept in state that outlives it."""
+
+    SHAPE_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
+    SHAPE_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "element_size", "ndimension",
+                     "nelement", "get_device", "is_floating_point"}
+
+    def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
+        self.facts = facts
+        self.module_names = module_names
+        self.params = {a.arg for a in func.args.args if a.arg != "self"}
+        self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
+                         for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+        self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
+                                for name in n.names}
+
+    def caching(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" \
+                and node.args and self.facts.is_tensor(node.args[0]):
+            return "it takes id() of a tensor, which recognises inputs seen before"
+        if isinstance(node, ast.Compare):
+            holders = [h for part in [node.left, *node.comparators] if (h := self.holder_in(part))]
+            data = [d for part in [node.left, *node.comparators] if (d := self.call_data(part))]
+            if holders and data:
+                return f"it compares {data[0]} with {holders[0]}, which survives across calls"
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            data = self.call_data(node.value)
+            for target in targets:
+                holder = self.holder(target, rebinding=True)
+                if holder and data:
+                    return f"it stores {data} in {holder}, which survives across calls"
+                if holder and isinstance(target, ast.Subscript) and self.call_data(target.slice):
+                    return f"it fills {holder} keyed by {self.call_data(target.slice)}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            holder = self.holder(node.func.value)
+            data = next((d for a in node.args if (d := self.call_data(a))), None)
+            if holder and data and node.func.attr in {"get", "setdefault", "append", "update", "__setitem__",
+                                                      "__getitem__", "add", "insert", "pop"}:
+                return f"it keeps or looks up {data} in {holder}, which survives across calls"
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            holder = self.holder(node.value)
+            data = self.call_data(node.slice)
+            if holder and data:
+                return f"it looks up {holder} by {data}"
+        return None
+
+    def holder(self, target: ast.AST, *, rebinding: bool = False) -> str | None:
+        """The cross-call state target belongs to: self.x or a module global. A plain name that an
+        assignment rebinds (`rebinding`) is a local, not the global of the same name."""
+        node = target
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                return f"self.{node.attr}"
+            node = node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.declared_global:
+                return f"the global {node.id}"
+            if node.id in self.module_names and not (rebinding and node is target):
+                return f"the module-level {node.id}"
+        return None
+
+    def holder_in(self, node: ast.AST) -> str | None:
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Attribute, ast.Subscript, ast.Name)):
+                holder = self.holder(sub)
+                if holder:
+                    return holder
+        return None
+
+    def call_data(self, node: ast.AST) -> str | None:
+        """Describes the call's inputs or outputs inside node; shapes, dtypes and empty buffers do not count."""
+        if isinstance(node, ast.Attribute) and node.attr in self.SHAPE_ATTRIBUTES:
+            return None
+        if isinstance(node, ast.Call):
+            name = self.facts.imports.resolve(node.func) or ""
+            if isinstance(node.func, ast.Attribute) and node.func.attr in self.SHAPE_METHODS:
+                return None
+            if under(name, "torch") and name.rsplit(".", 1)[-1].startswith("empty"):
+                return None
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                return f"the input {node.id}"
+            if node.id in self.returned and self.facts.is_tensor(node):
+                return f"the output {node.id}"
+            return None
+        for child in ast.iter_child_nodes(node):
+            found = self.call_data(child)
+            if found:
+                return found
+        return None
+
+
+def check_source(source: str, *, reference_source: str = "", allow_library: bool = False,
+                 device: str = "cpu") -> list[str]:
+    """Reasons to reject a candidate kernel before running it; an empty list means none found."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return [f"line {error.lineno}: the kernel is not valid Python ({error.msg}); fix the syntax"]
+    reference = None
+    if reference_source:
+        try:
+            reference = ast.parse(reference_source)
+        except SyntaxError:
+            reference = None
+    checker = Checker(tree, collect_imports(tree), reference=reference, allow_library=allow_library,
+                      device=device)
+    return checker.run()

@@ -1,0 +1,60 @@
+"""The sandbox process: warm up (torch imported, CUDA initialised), wait for one job on the
+control pipe, run it, send the verdict on the verdict pipe, exit. Never reused.
+
+The verdict pipe is not stdout: what the candidate prints is captured separately and
+cannot pass for a verdict. Each message carries the job's nonce, which arrives on the
+control pipe before any candidate code is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+
+class Channel:
+    def __init__(self, control_fd: int, verdict_fd: int):
+        self._control = os.fdopen(control_fd, "r", encoding="utf-8")
+        self._verdict_fd = verdict_fd
+        self._write = os.write  # captured before candidate code exists
+        self.nonce = ""
+
+    def send(self, kind: str, **payload) -> None:
+        message = json.dumps({"kind": kind, "nonce": self.nonce, **payload}, default=str) + "\n"
+        data = message.encode()
+        while data:
+            data = data[self._write(self._verdict_fd, data):]
+
+    def receive(self) -> dict:
+        line = self._control.readline()
+        if not line:  # the parent went away without a job for us: leave nothing behind
+            shutil.rmtree(os.environ.get("KERNELLAB_SANDBOX_ROOT", ""), ignore_errors=True)
+            raise SystemExit(0)
+        return json.loads(line)
+
+    def request_device(self) -> None:
+        """Ask the parent for the device (nothing else runs on it while we time) and wait."""
+        self.send("device")
+        self.receive()
+
+
+def main() -> None:
+    control_fd, verdict_fd, device = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    channel = Channel(control_fd, verdict_fd)
+    from . import judge  # imports torch (the warm-up)
+
+    environment = judge.warm_up(device)
+    channel.send("ready", environment=environment)
+    job = channel.receive()
+    channel.nonce = job.get("nonce", "")
+    result = judge.run(job, channel, environment)
+    channel.send("verdict", result=result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown (and any candidate atexit hooks)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""`python -m runner validate|evaluate|bench`: a thin wrapper over the Python API.
+
+Exit status 0 whenever a verdict was produced (whatever it says); 2 for usage errors,
+an unreadable file, or an invalid problem given to evaluate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import api
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m runner", description="Judge kernels in sandboxes.")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    validate = commands.add_parser("validate", help="check a problem module and time its baselines")
+    validate.add_argument("problem", type=Path)
+    _common(validate)
+
+    evaluate = commands.add_parser("evaluate", help="judge a kernel against a problem")
+    evaluate.add_argument("problem", type=Path)
+    evaluate.add_argument("kernel", type=Path)
+    _common(evaluate)
+    evaluate.add_argument("--atol", type=float)
+    evaluate.add_argument("--rtol", type=float)
+    evaluate.add_argument("--allow-library", action="store_true",
+                          help="allow forward to compute with PyTorch/library calls")
+
+    bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
+    bench.add_argument("--device", choices=api.DEVICES, default="cpu")
+    bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 4 on cuda, 1 on cpu)")
+    bench.add_argument("--candidates", type=int, default=None, help="candidates for the throughput run")
+    bench.add_argument("--json", action="store_true")
+    return top
+
+
+def _common(command) -> None:
+    command.add_argument("--device", choices=api.DEVICES, default="cpu")
+    command.add_argument("--seed", type=int)
+    command.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit in seconds (default 300)")
+    command.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "bench":
+            from . import bench
+
+            return bench.main(device=args.device, pool_size=args.pool, candidates=args.candidates,
+                              as_json=args.json)
+        problem = _read(args.problem)
+        if args.command == "validate":
+            result = api.validate(problem, device=args.device, timeout=args.timeout, seed=args.seed)
+        else:
+            result = api.evaluate(problem, _read(args.kernel), device=args.device, seed=args.seed,
+                                  timeout=args.timeout, atol=args.atol, rtol=args.rtol,
+                                  allow_library=args.allow_library)
+    except api.RunnerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2) if args.json else summary(result))
+    return 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise api.RunnerError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def summary(result: dict) -> str:
+    lines = [f"status: {result['status']}" + (f" ({result['reason']})" if result.get("reason") else "")]
+    timing = result.get("timing")
+    if timing:
+        lo, hi = timing["ci95_ms"]
+        lines.append(f"median {timing['median_ms']:.4f} ms (95% CI {lo:.4f}-{hi:.4f}, n={timing['n']}, "
+                     f"outliers {timing['outliers']})")
+    baseline = result.get("baseline") or {}
+    if baseline.get("eager_ms") is not None:
+        lines.append(f"eager {baseline['eager_ms']:.4f} ms, torch.compile "
+                     f"{baseline['compile_ms'] if baseline['compile_ms'] is None else round(baseline['compile_ms'], 4)} ms")
+    if result.get("speedup_vs_eager"):
+        lines.append(f"speedup vs eager {result['speedup_vs_eager']:.2f}x"
+                     + (f", vs torch.compile {result['speedup_vs_compile']:.2f}x" if result.get("speedup_vs_compile") else ""))
+    if result.get("quarantined"):
+        lines.append(f"QUARANTINED: {result['quarantine_reason']}")
+    if result.get("family"):
+        lines.append(f"family: {result['family']}")
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""Compile paths: what the sandbox sets up for them, how their failures are recognised,
+and compiler messages trimmed for a person or an LLM.
+
+The kernel module compiles itself (so an exported kernel runs on its own): NVRTC through
+cupy for CUDA, the system C compiler + ctypes for the CPU, or load_inline on either. The
+runner gives each sandbox its own caches and, on CUDA hosts, the toolkit's include folder
+so NVRTC finds headers such as <mma.h>.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import traceback
+
+MAX_LOG_CHARS = 4000
+MAX_LOG_LINES = 60
+
+
+def cuda_home() -> str | None:
+    """The CUDA toolkit folder (for NVRTC include paths), from the environment or nvcc."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var) and os.path.isdir(os.environ[var]):
+            return os.environ[var]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
+
+
+def cache_env(root: str) -> dict:
+    """Per-sandbox compile caches, so no candidate sees another's build products."""
+    caches = os.path.join(root, "caches")  # not on sys.path: a folder named like a package would shadow it
+    dirs = {
+        "TMPDIR": os.path.join(root, "tmp"),
+        "TORCH_EXTENSIONS_DIR": os.path.join(caches, "torch_extensions"),
+        "CUPY_CACHE_DIR": os.path.join(caches, "cupy_cache"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(caches, "triton_cache"),
+        "XDG_CACHE_HOME": os.path.join(caches, "xdg"),
+        "HOME": os.path.join(root, "home"),
+    }
+    for path in dirs.values():
+        os.makedirs(path, exist_ok=True)
+    return dirs
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Whether an exception raised while importing/building a kernel is a compile failure."""
+    name = type(exc).__name__
+    if isinstance(exc, SyntaxError) or name == "CompileException":
+        return True
+    if isinstance(exc, subprocess.CalledProcessError):
+        return True
+    text = str(exc)
+    return "Error building extension" in text or "nvrtc" in text.lower() and "error" in text.lower()
+
+
+def compile_log(exc: BaseException, stderr_tail: str = "") -> str:
+    """The compiler's own message, trimmed: the exception text (cupy/NVRTC, load_inline) or
+    the captured output of a failed compiler command."""
+    parts = []
+    if isinstance(exc, SyntaxError):
+        parts.append(f"line {exc.lineno}: {exc.msg}\n{(exc.text or '').rstrip()}")
+    elif isinstance(exc, subprocess.CalledProcessError):
+        for stream in (exc.stderr, exc.output):
+            if stream:
+                parts.append(stream.decode(errors="replace") if isinstance(stream, bytes) else str(stream))
+        if not parts:
+            parts.append(str(exc))
+    else:
+        parts.append(str(exc))
+    if stderr_tail.strip():
+        parts.append(stderr_tail)
+    return trim(" \n".join(parts))
+
+
+def trim(log: str) -> str:
+    """Keep error lines and their context first; drop temp-folder noise; bound the size."""
+    log = re.sub(r"/[\w./-]*/(tmp|torch_extensions|cupy_cache)/[\w./-]*?([\w-]+\.(?:cu|c|cpp|so|o))",
+                 r"\2", log)
+    lines = [ln.rstrip() for ln in log.splitlines() if ln.strip()]
+    if len(lines) > MAX_LOG_LINES:
+        important = [i for i, ln in enumerate(lines) if re.search(r"\berror\b|Error", ln)]
+        keep = set()
+        for i in important[:15]:
+            keep.update(range(max(0, i - 1), min(len(lines), i + 3)))
+        if not keep:
+            keep = set(range(MAX_LOG_LINES))
+        picked = [lines[i] for i in sorted(keep)][:MAX_LOG_LINES]
+        lines = picked + [f"... ({len(lines) - len(picked)} more lines)"]
+    text = "\n".join(lines)
+    if len(text) > MAX_LOG_CHARS:
+        text = text[:MAX_LOG_CHARS] + "\n... (trimmed)"
+    return text
+
+
+def short_traceback(exc: BaseException, limit_frames: int = 4) -> str:
+    """The last frames of a traceback, for runtime errors."""
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit_frames)
+    return trim("".join(lines))
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[:limit] + "..."
+    return ""

@@ -1,0 +1,480 @@
+"""The jobs a sandbox runs: validate a problem (with baselines), evaluate one candidate, or
+check the GPU's health. Runs only inside a sandbox process.
+
+The result dicts here are raw measurements; the parent (api.py) adds the quarantine
+decision, speedups and everything else it can compute without trusting the sandbox more
+than it must.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from . import compile as compiling
+from . import problem as problems
+from . import timing, verify
+from .version import RUNNER_VERSION
+
+ROOT = Path(os.environ.get("KERNELLAB_SANDBOX_ROOT", "/tmp"))
+INPUT_SETS_MAX = 8
+INPUT_SETS_BYTES = 4 * 1024**3  # memory for distinct timed input sets
+RECHECKED_CALLS = (1, 9)  # timed calls whose outputs are checked again
+_perf_counter = time.perf_counter
+
+
+class Verdict(Exception):
+    def __init__(self, status: str, reason: str, **extra):
+        super().__init__(reason)
+        self.status, self.reason, self.extra = status, reason, extra
+
+
+# --- warm-up and environment ------------------------------------------------------------
+
+def warm_up(device: str) -> dict:
+    threads = int(os.environ.get("KERNELLAB_THREADS", "1"))
+    torch.set_num_threads(threads)
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("CUDA is not available in this sandbox")
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        try:
+            import cupy  # noqa: F401  (pre-imported: the fast compile path)
+        except ImportError:
+            pass
+    # Entering a dispatch mode imports torch._dynamo (seconds): pay for it here, warm, and
+    # the guarded functions it wraps are final before any snapshot.
+    importlib.import_module("torch._dynamo")
+
+    with verify.OpRecorder():
+        torch.zeros(8, device=device).sum()
+    return environment(device, threads)
+
+
+def environment(device: str, threads: int) -> dict:
+    if device == "cuda":
+        name = torch.cuda.get_device_name(0)
+    else:
+        name = _cpu_name()
+    return {
+        "device_name": name,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if device == "cuda" else None,
+        "driver": _driver_version() if device == "cuda" else None,
+        "python": platform.python_version(),
+        "runner_version": RUNNER_VERSION,
+        "threads": threads,
+        "isolation": os.environ.get("KERNELLAB_ISOLATION", "process"),
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _driver_version() -> str | None:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        for word in text.split():
+            if word.count(".") >= 1 and word.replace(".", "").isdigit():
+                return word
+    except OSError:
+        pass
+    try:
+        import cupy
+
+        version = cupy.cuda.runtime.driverGetVersion()
+        return f"{version // 1000}.{version % 1000 // 10}"
+    except Exception:
+        return None
+
+
+def run(job: dict, channel, env: dict) -> dict:
+    kind = job.get("job")
+    if kind == "validate":
+        return run_validate(job, env)
+    if kind == "evaluate":
+        return run_evaluate(job, channel, env)
+    if kind == "health":
+        return run_health(job["device"])
+    if kind == "do_bench":
+        return run_do_bench(job)
+    return {"status": "error", "reason": f"unknown job {kind!r}"}
+
+
+def run_health(device: str) -> dict:
+    try:
+        x = torch.arange(1 << 20, device=device, dtype=torch.float32)
+        total = float(x.sum())
+        if device == "cuda":
+            torch.cuda.synchronize()
+        ok = total == float((1 << 20) * ((1 << 20) - 1) / 2)
+        return {"status": "ok" if ok else "failed", "reason": "" if ok else f"sum was {total}"}
+    except Exception as exc:  # a poisoned context shows up here
+        return {"status": "failed", "reason": compiling.first_line(str(exc))}
+
+
+def run_do_bench(job: dict) -> dict:
+    """The bench's agreement check (its own trusted kernel): triton's do_bench and this
+    runner's timer on the same model and inputs in one process."""
+    import triton.testing
+
+    device, seed = job["device"], job["seed"]
+    module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
+    kernel = problems.load_module(job["kernel_source"], ROOT / "kernel.py", "kernellab_kernel")
+    new = problems.build_model(kernel.ModelNew, list(module.get_init_inputs()), seed, device)
+    inputs = problems.make_inputs(module, "get_inputs", seed, device)
+    with torch.no_grad():
+        theirs = triton.testing.do_bench(lambda: new(*inputs), warmup=100, rep=500, return_mode="median")
+        ours = timing.summarize(timing.time_cuda(new, [inputs])["samples_ms"])["median_ms"]
+    return {"status": "ok", "do_bench_ms": theirs, "runner_ms": ours}
+
+
+# --- validate ---------------------------------------------------------------------------
+
+def run_validate(job: dict, env: dict) -> dict:
+    device, seed = job["device"], job["seed"]
+    try:
+        module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
+        problems.check_problem_module(module)
+        init = list(module.get_init_inputs())
+        model = problems.build_model(module.Model, init, seed, device)
+        inputs = problems.make_inputs(module, "get_inputs", seed, device)
+        recorder = verify.OpRecorder()
+        with torch.no_grad(), recorder:
+            outputs = problems.as_outputs(model(*inputs))
+        flops = problems.count_flops(model, inputs)
+        params = list(model.parameters()) + list(model.buffers())
+        min_bytes = problems.tensor_bytes(inputs) + problems.tensor_bytes(outputs) + problems.tensor_bytes(params)
+        described = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
+        family = problems.detect_family(recorder.ops)
+    except problems.ProblemError as exc:
+        return {"status": "invalid", "reason": str(exc)}
+    except Exception as exc:
+        return {"status": "invalid", "reason": f"the problem failed to run: {type(exc).__name__}: "
+                f"{compiling.first_line(str(exc))}", "log": compiling.short_traceback(exc)}
+    baseline = time_baselines(module, model, device, seed, compile_baseline=job.get("compile_baseline", True))
+    return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
+            "min_bytes": min_bytes, "baseline": baseline, "environment": env}
+
+
+def time_baselines(module, model, device: str, seed: int, *, compile_baseline: bool = True) -> dict:
+    """Eager and torch.compile timed like candidates, with PyTorch's default TF32 settings."""
+    sets = input_sets(module, device, seed)
+    fn = _timer(device)
+    with torch.no_grad():
+        eager = timing.summarize(fn(model, sets)["samples_ms"])["median_ms"]
+        compiled_ms, mode = None, None
+        if compile_baseline:
+            try:
+                compiled = torch.compile(model, mode="default")
+                compiled(*sets[0])
+                compiled_ms = timing.summarize(fn(compiled, sets)["samples_ms"])["median_ms"]
+                mode = "default"
+            except Exception as exc:
+                mode = f"failed: {compiling.first_line(str(exc), 200)}"
+    return {"eager_ms": eager, "compile_ms": compiled_ms, "compile_mode": mode}
+
+
+def _timer(device: str):
+    return timing.time_cuda if device == "cuda" else timing.time_cpu
+
+
+def input_sets(module, device: str, seed: int) -> list:
+    first = problems.make_inputs(module, "get_inputs", seed + 500, device)
+    size = max(1, problems.tensor_bytes(first))
+    count = max(2, min(INPUT_SETS_MAX, INPUT_SETS_BYTES // size))
+    return [first] + [problems.make_inputs(module, "get_inputs", seed + 501 + i, device) for i in range(count - 1)]
+
+
+def _as64(value):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(torch.float64)
+    return value
+
+
+# --- evaluate ---------------------------------------------------------------------------
+
+def run_evaluate(job: dict, channel, env: dict) -> dict:
+    result = {"status": "correct", "reason": "", "precision": None, "compile": {"seconds": None, "log": ""},
+              "correctness": None, "timing": None, "device_fault": False, "phases": {}}
+    try:
+        _evaluate(job, channel, result)
+    except Verdict as verdict:
+        result["status"], result["reason"] = verdict.status, verdict.reason
+        extra = dict(verdict.extra)
+        if "compile" in extra:
+            result["compile"]["log"] = extra.pop("compile")["log"]
+        result.update(extra)
+    return result
+
+
+def _evaluate(job: dict, channel, result: dict) -> None:
+    device, seed, allow_library = job["device"], job["seed"], job["allow_library"]
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    torch.backends.cuda.matmul.allow_tf32 = False  # the correctness reference runs without TF32
+    torch.backends.cudnn.allow_tf32 = False
+
+    module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
+    problems.check_problem_module(module)
+    init = list(module.get_init_inputs())
+    reference = problems.build_model(module.Model, init, seed, device)
+
+    guarded = verify.snapshot()
+    counter = verify.LaunchCounter([str(ROOT)])
+    counter.install()
+    if "cpp_extension" in job["kernel_source"]:
+        counter.install_extension_hook()
+    phases, mark = result["phases"], _perf_counter()
+    new = _build_candidate(job, module, init, seed, device, reference, result)
+    phases["build_s"], mark = _perf_counter() - mark, _perf_counter()
+    if device == "cuda":
+        channel.request_device()
+    phases["device_wait_s"], mark = _perf_counter() - mark, _perf_counter()
+    _guard(guarded)
+    counter.wrap_extensions()
+
+    truth_model = _truth_model(reference)
+    shape_inputs = problems.make_inputs(module, "get_inputs", seed, device)
+    with torch.no_grad():
+        expected_outputs = problems.as_outputs(reference(*shape_inputs))
+    expected = [{"shape": tuple(o.shape), "dtype": o.dtype, "device": o.device.type} for o in expected_outputs]
+    atol, rtol = problems.tolerance(expected_outputs, module, job.get("atol"), job.get("rtol"))
+    del expected_outputs, shape_inputs
+
+    state = {"first": True, "ops": []}
+
+    def run_candidate(inputs):
+        given = verify.copies(inputs)
+        verify.poison([(e["shape"], e["dtype"]) for e in expected], device)
+        threads = verify._thread_count()
+        with torch.no_grad():
+            outputs = _call(new, given, state, counter, allow_library, sync)
+        verify.check_no_new_threads(threads)
+        _guard(guarded)
+        outs = verify.check_output_form(outputs, expected)
+        verify.check_not_mutated(inputs, given)
+        verify.check_no_alias(outs, given)
+        return outs
+
+    per_distribution, all_passed = [], True
+    for index, name in enumerate(problems.DISTRIBUTIONS):
+        row = _judge_distribution(module, name, index, seed, device, reference, truth_model, run_candidate,
+                                  atol, rtol)
+        per_distribution.append(row)
+        all_passed = all_passed and (row["skipped"] or row["passed"])
+    correctness = {"atol": atol, "rtol": rtol, "passed": all_passed, "per_distribution": per_distribution}
+    phases["correctness_s"], mark = _perf_counter() - mark, _perf_counter()
+    result["correctness"] = correctness
+    result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
+    if not all_passed:
+        worst = next(r for r in per_distribution if r["passed"] is False)
+        raise Verdict("incorrect", f"wrong on the {worst['name']} inputs: err {_fmt(worst['err'])} "
+                      f"(1 allowed; PyTorch's fp32 gets {_fmt(worst['ref_fp32_err'])}), "
+                      f"max abs error {_fmt(worst['max_abs_err'])}")
+    result["timing"] = _time_candidate(module, new, device, seed, reference, truth_model, run_candidate,
+                                       atol, rtol, guarded)
+    phases["timing_s"] = _perf_counter() - mark
+
+
+def _build_candidate(job, module, init, seed, device, reference, result):
+    started = _perf_counter()
+    try:
+        kernel = problems.load_module(job["kernel_source"], ROOT / "kernel.py", "kernellab_kernel")
+        if not isinstance(getattr(kernel, "ModelNew", None), type):
+            raise Verdict("rejected", "the kernel defines no class ModelNew")
+        torch.manual_seed(seed)
+        new = kernel.ModelNew(*init).to(device)
+        reference_state = reference.state_dict()
+        own_state = new.state_dict()
+        matching = {k: v for k, v in reference_state.items() if k in own_state and own_state[k].shape == v.shape}
+        torch.nn.Module.load_state_dict(new, matching, strict=False)
+        new.eval()
+    except Verdict:
+        raise
+    except BaseException as exc:  # SystemExit from a candidate too
+        result["compile"]["seconds"] = round(_perf_counter() - started, 4)
+        raise _classify(exc, during="building the kernel") from None
+    result["compile"]["seconds"] = round(_perf_counter() - started, 4)
+    return new
+
+
+def _call(new, given, state, counter, allow_library, sync):
+    try:
+        if state["first"]:
+            state["first"] = False
+            recorder = verify.OpRecorder()
+            counter.calls = 0
+            counter.active = True
+            try:
+                with recorder:
+                    outputs = new(*given)
+                sync()
+            finally:
+                counter.active = False
+            state["ops"] = recorder.ops
+            if not allow_library:
+                computing = verify.computing_ops(recorder.ops)
+                if computing:
+                    raise Verdict("rejected", "forward computes with PyTorch (" + ", ".join(computing[:5]) +
+                                  "); a kernel of its own must do the computation (or allow library calls)")
+                if counter.calls == 0:
+                    raise Verdict("rejected", "forward launched no kernel of its own (a cupy RawKernel/RawModule "
+                                  "function, or a function of a library or extension the kernel compiled); "
+                                  "library calls are not allowed in this search")
+            return outputs
+        outputs = new(*given)
+        sync()
+        return outputs
+    except (Verdict, verify.Rejected):
+        raise
+    except BaseException as exc:
+        raise _classify(exc, during="running forward") from None
+
+
+def _judge_distribution(module, name, index, seed, device, reference, truth_model, run_candidate, atol, rtol):
+    row = {"name": name, "trials": 0, "err": 0.0, "ref_fp32_err": 0.0, "max_abs_err": 0.0, "skipped": False,
+           "passed": True}
+    for trial in range(problems.TRIALS[name]):
+        trial_seed = seed + 1000 * index + trial
+        inputs = problems.make_inputs(module, name, trial_seed, device)
+        if name != "get_inputs" and not problems.has_floating_input(inputs):
+            row.update(skipped=True, skip_reason="no floating inputs")
+            break
+        truths = _truth(truth_model, reference, inputs)
+        if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
+            row.update(skipped=True, skip_reason="the truth is not finite on these inputs")
+            break
+        candidate_first = trial == 0 and index == 0  # checks in both orders
+        try:
+            if candidate_first:
+                outs = run_candidate(inputs)
+                ref_err = _reference_err(reference, inputs, truths, atol, rtol)
+            else:
+                # The reference's outputs are gone (and their memory poisoned) before the candidate runs.
+                ref_err = _reference_err(reference, inputs, truths, atol, rtol)
+                outs = run_candidate(inputs)
+        except verify.Rejected as exc:
+            raise Verdict("rejected", str(exc)) from None
+        err, abs_err = verify.compare(outs, truths, atol, rtol)
+        row["trials"] += 1
+        row["err"] = max(row["err"], err)
+        row["ref_fp32_err"] = max(row["ref_fp32_err"], ref_err)
+        row["max_abs_err"] = max(row["max_abs_err"], abs_err)
+        row["passed"] = row["passed"] and verify.passes(err, ref_err)
+        del outs, truths, inputs
+    if row["skipped"] and row["trials"] == 0:
+        row["passed"] = None
+    for key in ("err", "ref_fp32_err", "max_abs_err"):
+        row[key] = _finite_or_none(row[key])
+    return row
+
+
+def _reference_err(reference, inputs, truths, atol, rtol) -> float:
+    """err of PyTorch's fp32 reference (TF32 off); its outputs are dropped right here."""
+    with torch.no_grad():
+        outs = problems.as_outputs(reference(*verify.copies(inputs)))
+    err, _ = verify.compare(outs, truths, atol, rtol)
+    del outs
+    return err
+
+
+def _truth_model(reference):
+    try:
+        return copy.deepcopy(reference).double()
+    except Exception:
+        return None
+
+
+def _truth(truth_model, reference, inputs) -> list:
+    """The reference in float64 where it runs; else the fp32 reference. Float64 tensors
+    never look like an output's memory, so they may stay on the device."""
+    with torch.no_grad():
+        if truth_model is not None:
+            try:
+                return problems.as_outputs(truth_model(*[_as64(v) for v in inputs]))
+            except Exception:
+                pass
+        return problems.as_outputs(reference(*verify.copies(inputs)))
+
+
+def _time_candidate(module, new, device, seed, reference, truth_model, run_candidate, atol, rtol, guarded):
+    sets = input_sets(module, device, seed)
+    rechecks = {}
+
+    def keep(i, inputs, out):
+        if i in RECHECKED_CALLS:
+            rechecks[i] = (inputs, [o.detach().clone() for o in problems.as_outputs(out)])
+
+    def call(*inputs):
+        return new(*inputs)
+
+    try:
+        with torch.no_grad():
+            measured = _timer(device)(call, sets, on_output=keep)
+    except BaseException as exc:
+        raise _classify(exc, during="timing") from None
+    _guard(guarded)
+    for i, (inputs, outs) in rechecks.items():
+        truths = _truth(truth_model, reference, inputs)
+        err, _ = verify.compare(outs, truths, atol, rtol)
+        ref_err = _reference_err(reference, inputs, truths, atol, rtol)
+        if not verify.passes(err, ref_err):
+            raise Verdict("incorrect", f"timed call {i} returned a wrong result (err {_fmt(err)}) on fresh inputs; "
+                          "results must not be cached across calls")
+    unseen = timing.unseen_work(measured)
+    if unseen:
+        raise Verdict("rejected", unseen)
+    stats = timing.summarize(measured["samples_ms"])
+    return stats
+
+
+def _guard(guarded) -> None:
+    try:
+        verify.check_untouched(guarded)
+    except verify.Rejected as exc:
+        raise Verdict("rejected", str(exc)) from None
+
+
+def _classify(exc: BaseException, *, during: str) -> Verdict:
+    text = str(exc)
+    lowered = text.lower()
+    if isinstance(exc, Verdict):
+        return exc
+    if isinstance(exc, verify.Rejected):
+        return Verdict("rejected", text)
+    if isinstance(exc, MemoryError) or "out of memory" in lowered or "can't allocate memory" in lowered \
+            or type(exc).__name__ == "OutOfMemoryError":
+        return Verdict("oom", f"out of memory while {during}: {compiling.first_line(text, 200)}")
+    if during == "building the kernel" and compiling.is_compile_error(exc):
+        log = compiling.compile_log(exc)
+        return Verdict("compile_error", f"the kernel did not compile: {compiling.first_line(log, 200)}",
+                       compile={"seconds": None, "log": log})
+    device_fault = any(m in lowered for m in ("cuda error", "illegal memory", "illegal address",
+                                               "device-side assert", "cudaerror", "cuda_error", "launch failure"))
+    message = f"{type(exc).__name__} while {during}: {compiling.first_line(text, 240) or type(exc).__name__}"
+    return Verdict("runtime_error", message, device_fault=device_fault,
+                   log=compiling.short_traceback(exc))
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "inf"
+    return f"{value:.3g}"
+
+
+def _finite_or_none(value: float):
+    return None if value == float("inf") else value

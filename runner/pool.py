@@ -1,0 +1,95 @@
+"""A pool of warm sandboxes (torch imported, CUDA initialised), so a candidate's
+evaluation does not wait for process start-up. Each sandbox runs one job and is gone;
+taking one starts its replacement at once."""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+
+from . import compile as compiling
+from .errors import RunnerError
+from .sandbox import Sandbox, isolation_failed
+
+
+class Pool:
+    """Warm sandboxes (torch imported, CUDA initialised), each used for one run only.
+    `size` sandboxes are kept warming; size=0 starts one per run."""
+
+    def __init__(self, device: str = "cpu", size: int = 1, *, threads: int | None = None):
+        if device not in ("cpu", "cuda"):
+            raise RunnerError(f"device must be cpu or cuda, not {device!r}")
+        self.device, self.size, self.threads = device, max(0, int(size)), threads
+        self._warm: collections.deque[Sandbox] = collections.deque()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.environment: dict | None = None
+        for _ in range(self.size):
+            self._warm.append(Sandbox(device, threads))
+
+    def take(self) -> Sandbox:
+        with self._lock:
+            if self._closed:
+                raise RunnerError("the pool is closed")
+            sandbox = self._warm.popleft() if self._warm else None
+            if self.size:
+                self._warm.append(Sandbox(self.device, self.threads))
+        return sandbox or Sandbox(self.device, self.threads)
+
+    def current_environment(self) -> dict:
+        """The environment sandboxes report here (device, versions), learnt from the first
+        sandbox that got warm, without using it up."""
+        if self.environment is not None:
+            return self.environment
+        for _ in range(2):
+            with self._lock:
+                if not self._warm:
+                    self._warm.append(Sandbox(self.device, self.threads))
+                sandbox = self._warm[0]
+            environment = sandbox.wait_ready()
+            if environment is not None:
+                from .api import _environment
+
+                self.environment = _environment(sandbox, None)
+                return self.environment
+            with self._lock:
+                if sandbox in self._warm:
+                    self._warm.remove(sandbox)
+            sandbox.discard()
+            if sandbox.isolation == "namespaces" and os.environ.get("KERNELLAB_SANDBOX_ISOLATION", "auto") == "auto":
+                isolation_failed()
+        raise RunnerError(f"no sandbox could start on {self.device}: {compiling.first_line(sandbox.stderr[-2000:])}")
+
+    def validate(self, problem_source: str, *, device: str | None = None, timeout: float = 300.0,
+                 seed: int | None = None) -> dict:
+        from .api import validate
+
+        self._same_device(device)
+        return validate(problem_source, device=self.device, timeout=timeout, seed=seed, _pool=self)
+
+    def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
+                 seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
+                 rtol: float | None = None, allow_library: bool = False) -> dict:
+        from .api import evaluate
+
+        self._same_device(device)
+        return evaluate(problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
+                        rtol=rtol, allow_library=allow_library, _pool=self)
+
+    def _same_device(self, device: str | None) -> None:
+        if device is not None and device != self.device:
+            raise RunnerError(f"this pool runs on {self.device}, not {device}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            warm, self._warm = list(self._warm), collections.deque()
+        for sandbox in warm:
+            sandbox.discard()
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

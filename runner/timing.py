@@ -1,0 +1,152 @@
+"""Timing of one callable, the same way for candidates and baselines.
+
+CUDA: device events around each call, the L2 cache flushed before each call (as
+triton.testing.do_bench does), a device-wide synchronize before the clock stops, and a
+wall clock around the same span to catch work the events miss (side streams, threads).
+CPU: the monotonic clock around each call, with the thread count fixed by the sandbox.
+
+Each timed call gets the next of several distinct input sets, so a kernel that caches its
+result between calls is timed (and re-checked) on inputs it has not seen.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+# Enough repetitions for a stable median, within a time budget per measurement.
+MIN_REPS = 10
+MAX_REPS = 500
+WARMUP_S = 0.05
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 60 MB of L2; do_bench uses the same
+
+_perf_counter = time.perf_counter  # captured before any candidate is imported
+
+
+def summarize(samples_ms: list[float]) -> dict:
+    """Median, spread, 95% CI of the median (order statistics) and Tukey outliers."""
+    n = len(samples_ms)
+    if n == 0:
+        raise ValueError("no timing samples")
+    ordered = sorted(samples_ms)
+    median = statistics.median(ordered)
+    lo, hi = median_ci95(ordered)
+    q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+    fence = 1.5 * (q3 - q1)
+    outliers = sum(1 for s in ordered if s < q1 - fence or s > q3 + fence)
+    return {
+        "median_ms": median,
+        "mean_ms": statistics.fmean(ordered),
+        "std_ms": statistics.stdev(ordered) if n > 1 else 0.0,
+        "min_ms": ordered[0],
+        "max_ms": ordered[-1],
+        "n": n,
+        "ci95_ms": [lo, hi],
+        "outliers": outliers,
+        "samples_ms": list(samples_ms),
+    }
+
+
+def median_ci95(ordered: list[float]) -> tuple[float, float]:
+    """Distribution-free 95% confidence interval of the median: the order statistics at
+    ranks n/2 -+ 1.96*sqrt(n)/2 (normal approximation of the binomial)."""
+    n = len(ordered)
+    if n < 3:
+        return ordered[0], ordered[-1]
+    half = 1.96 * math.sqrt(n) / 2
+    lo = max(0, int(math.floor(n / 2 - half)))
+    hi = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
+    return ordered[lo], ordered[hi]
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    pos = (len(ordered) - 1) * q
+    below = int(math.floor(pos))
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (pos - below)
+
+
+def repetitions(estimate_ms: float, budget_s: float) -> int:
+    if estimate_ms <= 0:
+        return MAX_REPS
+    return max(MIN_REPS, min(MAX_REPS, int(budget_s * 1000 / estimate_ms)))
+
+
+def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> dict:
+    """Wall-clock samples of fn(*inputs) on the CPU. `on_output(i, inputs, output)` sees
+    every timed call's output (for sampled re-checks); it runs outside the clock."""
+    _warm(fn, input_sets, lambda: None)
+    start = _perf_counter()
+    fn(*input_sets[0])
+    estimate = (_perf_counter() - start) * 1000
+    samples = []
+    for i in range(repetitions(estimate, budget_s)):
+        inputs = input_sets[i % len(input_sets)]
+        t0 = _perf_counter()
+        out = fn(*inputs)
+        samples.append((_perf_counter() - t0) * 1000)
+        if on_output is not None:
+            on_output(i, inputs, out)
+        del out
+    return {"samples_ms": samples, "wall_ms": samples}
+
+
+def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) -> dict:
+    """Device-event samples of fn(*inputs), L2 flushed before each call, plus the wall
+    clock of the same span (flush included on both sides) for the cross-check."""
+    import torch
+
+    sync = torch.cuda.synchronize
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    _warm(fn, input_sets, sync)
+    stream = torch.cuda.current_stream()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+    sync()
+    ev[1].record(stream)
+    fn(*input_sets[0])
+    ev[2].record(stream)
+    sync()
+    estimate = ev[1].elapsed_time(ev[2])
+    samples, spans, walls = [], [], []
+    for i in range(repetitions(estimate, budget_s)):
+        inputs = input_sets[i % len(input_sets)]
+        sync()
+        t0 = _perf_counter()
+        ev[0].record(stream)
+        flush.zero_()
+        ev[1].record(stream)
+        out = fn(*inputs)
+        ev[2].record(stream)
+        sync()  # device-wide: side streams finish before the clock stops
+        walls.append((_perf_counter() - t0) * 1000)
+        samples.append(ev[1].elapsed_time(ev[2]))
+        spans.append(ev[0].elapsed_time(ev[2]))
+        if on_output is not None:
+            on_output(i, inputs, out)
+        del out
+    del flush
+    return {"samples_ms": samples, "span_ms": spans, "wall_ms": walls}
+
+
+def unseen_work(measured: dict) -> str:
+    """A reason when the wall clock saw much more time than the device events did: work
+    on another stream or thread that the timed stream does not wait for. '' otherwise."""
+    if "span_ms" not in measured:
+        return ""
+    span = statistics.median(measured["span_ms"])
+    wall = statistics.median(measured["wall_ms"])
+    # Host-side overhead around the span (event record, synchronize) is tens of µs.
+    if wall - span > max(0.3 * span, 0.15):
+        return (f"the wall clock measured {wall:.3f} ms per call but the timed stream only "
+                f"{span:.3f} ms: work ran outside the timed stream (another stream or thread)")
+    return ""
+
+
+def _warm(fn, input_sets, sync) -> None:
+    deadline = _perf_counter() + WARMUP_S
+    for i in range(50):
+        fn(*input_sets[i % len(input_sets)])
+        sync()
+        if i >= 2 and _perf_counter() > deadline:
+            break

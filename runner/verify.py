@@ -1,0 +1,367 @@
+"""Correctness and the runtime cheat defences, in one place.
+
+Correctness ("Correctness, precisely" in the architecture): the truth is the reference in
+float64 where it runs, err(x) = max |x - truth| / (atol + rtol*|truth|); a candidate passes
+with err <= 1, or err <= 2 * err(fp32 reference). Non-finite values must sit where the
+truth has them.
+
+Runtime defences (the static ones are in checks.py):
+- memory the candidate may allocate is poisoned with NaN first, and reference outputs
+  are dropped before the candidate runs, so stale answers cannot be picked up;
+- the candidate gets copies of the inputs, compared afterwards for mutation;
+- outputs that alias an input are rejected;
+- the aten ops forward runs are recorded: only bookkeeping (allocation, views, dtype) is
+  allowed unless library calls are; and a kernel of its own must be launched (a cupy
+  RawKernel/RawModule function, a ctypes function of a library it built, or a function of
+  an extension it built);
+- torch/timer/comparison functions are snapshotted and must not change;
+- no thread may outlive a forward call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import os
+import sys
+import threading
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .problem import _is_bookkeeping
+
+# Captured when the sandbox starts, before any candidate code exists.
+_isfinite, _isnan, _abs, _where, _equal = torch.isfinite, torch.isnan, torch.abs, torch.where, torch.equal
+_thread_count = threading.active_count
+
+
+class Rejected(Exception):
+    """The candidate broke a rule; the message is the reason shown to people."""
+
+
+# --- correctness -------------------------------------------------------------------------
+
+def err_ratio(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
+    """(err, max_abs_err) of x against truth, both computed in float64.
+    Non-finite truth must be matched exactly (same kind); anything else there is err=inf."""
+    x64 = x.detach().to(torch.float64)
+    t64 = truth.detach().to(torch.float64)
+    if not bool(_isfinite(t64).all()):
+        return _err_with_non_finite_truth(x64, t64, atol, rtol)
+    diff = _abs(x64 - t64)  # NaN where x is NaN, inf where x is inf
+    ratio = diff / (_abs(t64) * rtol + atol)
+    err, max_abs = float(ratio.max()), float(diff.max())
+    if math.isnan(err):
+        return math.inf, math.inf
+    return err, max_abs
+
+
+def _err_with_non_finite_truth(x64, t64, atol, rtol) -> tuple[float, float]:
+    finite = _isfinite(t64)
+    bad = ~finite
+    same_nan = _isnan(x64[bad]) & _isnan(t64[bad])
+    same_inf = x64[bad] == t64[bad]
+    if not bool((same_nan | same_inf).all()):
+        return math.inf, math.inf
+    if not bool(finite.any()):
+        return 0.0, 0.0
+    return err_ratio(x64[finite], t64[finite], atol, rtol)
+
+
+def compare(outputs: list, truths: list, atol: float, rtol: float) -> tuple[float, float]:
+    worst, worst_abs = 0.0, 0.0
+    for out, truth in zip(outputs, truths):
+        err, abs_err = err_ratio(out, truth, atol, rtol)
+        worst, worst_abs = max(worst, err), max(worst_abs, abs_err)
+    return worst, worst_abs
+
+
+def passes(err: float, ref_fp32_err: float) -> bool:
+    return err <= 1.0 or err <= 2.0 * ref_fp32_err
+
+
+def check_output_form(outputs, expected: list) -> list:
+    """The candidate's result as a list of tensors of exactly the reference's type, dtype,
+    shape and device; raises Rejected (wrong form is not a near miss)."""
+    if isinstance(outputs, torch.Tensor):
+        got = [outputs]
+    elif isinstance(outputs, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in outputs):
+        got = list(outputs)
+    else:
+        raise Rejected(f"forward returned {type(outputs).__name__}, not a tensor or a tuple of tensors")
+    if len(got) != len(expected):
+        raise Rejected(f"forward returned {len(got)} tensors; the reference returns {len(expected)}")
+    for i, (out, exp) in enumerate(zip(got, expected)):
+        where = f"output {i}" if len(got) > 1 else "the output"
+        if out.dtype != exp["dtype"]:
+            raise Rejected(f"{where} has dtype {out.dtype}; the reference's is {exp['dtype']}")
+        if tuple(out.shape) != tuple(exp["shape"]):
+            raise Rejected(f"{where} has shape {tuple(out.shape)}; the reference's is {tuple(exp['shape'])}")
+        if out.device.type != exp["device"]:
+            raise Rejected(f"{where} is on {out.device.type}; the reference's is on {exp['device']}")
+    return got
+
+
+# --- memory, inputs, aliasing ------------------------------------------------------------
+
+def poison(shapes_dtypes: list, device: str) -> None:
+    """Fill freshly allocated blocks of the outputs' sizes with NaN (or all-ones bits for
+    integers) and free them, so an allocation the candidate makes next holds garbage, not a
+    stale answer."""
+    blocks = []
+    for shape, dtype in shapes_dtypes:
+        block = torch.empty(shape, dtype=dtype, device=device)
+        if block.is_floating_point():
+            block.fill_(float("nan"))
+        elif dtype == torch.bool:
+            block.fill_(True)
+        else:
+            block.fill_(-1)
+        blocks.append(block)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    del blocks
+
+
+def copies(inputs: list) -> list:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+def check_not_mutated(originals: list, given: list) -> None:
+    for i, (orig, seen) in enumerate(zip(originals, given)):
+        if isinstance(orig, torch.Tensor) and not _same_bits(orig, seen):
+            raise Rejected(f"forward wrote into its input {i}; inputs must be left unchanged")
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        both_nan = _isnan(a) & _isnan(b)
+        return bool(((a == b) | both_nan).all())
+    return bool(_equal(a, b))
+
+
+def check_no_alias(outputs: list, inputs: list) -> None:
+    spans = [_span(v) for v in inputs if isinstance(v, torch.Tensor) and v.numel()]
+    for i, out in enumerate(outputs):
+        if not out.numel():
+            continue
+        lo, hi = _span(out)
+        for j, (ilo, ihi) in enumerate(spans):
+            if lo < ihi and ilo < hi:
+                raise Rejected(f"output {i} shares memory with an input; outputs must be new tensors")
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+# --- what forward runs ------------------------------------------------------------------
+
+class OpRecorder(TorchDispatchMode):
+    """Records the aten ops dispatched while active (also those an extension calls)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def computing_ops(ops: list[str]) -> list[str]:
+    """The recorded ops that compute rather than allocate, view or convert."""
+    seen = []
+    for op in ops:
+        if not _is_bookkeeping(op) and op not in seen:
+            seen.append(op)
+    return seen
+
+
+class LaunchCounter:
+    """Counts calls into code the candidate compiled: cupy raw kernels, ctypes functions of
+    libraries under the sandbox's own directories, functions of extensions built there.
+    Installed before the candidate is imported."""
+
+    def __init__(self, own_dirs: list[str]):
+        self.own_dirs = [os.path.realpath(d) for d in own_dirs if d]
+        self.calls = 0
+        self.active = False
+        self.libraries: list[str] = []
+
+    def owns(self, path: str | None) -> bool:
+        if not path or not isinstance(path, str) or "site-packages" in path or path.startswith("/usr/"):
+            return False
+        real = os.path.realpath(path)
+        return any(real.startswith(d + os.sep) for d in self.own_dirs)
+
+    def count(self):
+        if self.active:
+            self.calls += 1
+
+    def install(self) -> None:
+        self._install_ctypes()
+        if "cupy" in sys.modules:
+            self._install_cupy(sys.modules["cupy"])
+
+    def _install_ctypes(self) -> None:
+        counter = self
+        original_init = ctypes.CDLL.__init__
+
+        def init(dll, name, *args, **kwargs):
+            original_init(dll, name, *args, **kwargs)
+            if counter.owns(name if isinstance(name, str) else None):
+                counter.libraries.append(str(name))
+                base = dll._FuncPtr
+
+                class CountedFuncPtr(base):
+                    _flags_ = base._flags_
+                    _restype_ = base._restype_
+
+                    def __call__(self, *call_args):
+                        counter.count()
+                        return base.__call__(self, *call_args)
+
+                dll._FuncPtr = CountedFuncPtr
+
+        ctypes.CDLL.__init__ = init
+
+    def _install_cupy(self, cupy) -> None:
+        counter = self
+        raw_kernel, raw_module = cupy.RawKernel, cupy.RawModule
+
+        class CountedRawKernel(raw_kernel):
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                return raw_kernel.__call__(self, *args, **kwargs)
+
+        class CountedFunction:
+            def __init__(self, function):
+                self._function = function
+
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                return self._function(*args, **kwargs)
+
+            def __getattr__(self, name):
+                return getattr(self._function, name)
+
+        class CountedRawModule(raw_module):
+            def get_function(self, name):
+                return CountedFunction(raw_module.get_function(self, name))
+
+        cupy.RawKernel, cupy.RawModule = CountedRawKernel, CountedRawModule
+
+    def install_extension_hook(self) -> None:
+        """load/load_inline import the built extension without sys.modules; wrap its
+        functions as it comes back. Only when the kernel uses cpp_extension (importing it
+        costs time)."""
+        import torch.utils.cpp_extension as extension
+
+        original = extension._import_module_from_library
+        counter = self
+
+        def load(*args, **kwargs):
+            module = original(*args, **kwargs)
+            counter.wrap_module(module)
+            return module
+
+        extension._import_module_from_library = load
+
+    def wrap_extensions(self) -> None:
+        """Count calls into extension modules built under our directories and imported
+        the usual way."""
+        for module in list(sys.modules.values()):
+            if self.owns(getattr(module, "__file__", None)):
+                self.wrap_module(module)
+
+    def wrap_module(self, module) -> None:
+        if getattr(module, "_kernellab_counted", False):
+            return
+        for attr in dir(module):
+            fn = getattr(module, attr)
+            if callable(fn) and type(fn).__name__ == "builtin_function_or_method":
+                setattr(module, attr, self._counted(fn))
+        try:
+            module._kernellab_counted = True
+        except AttributeError:
+            pass
+
+    def _counted(self, fn):
+        counter = self
+
+        def call(*args, **kwargs):
+            counter.count()
+            return fn(*args, **kwargs)
+
+        call.__name__ = getattr(fn, "__name__", "extension_function")
+        return call
+
+
+# --- tampering -------------------------------------------------------------------------
+
+GUARDED = [
+    (torch, "isfinite"), (torch, "isnan"), (torch, "abs"), (torch, "where"), (torch, "equal"),
+    (torch, "allclose"), (torch, "max"),
+    (torch.Tensor, "clone"), (torch.Tensor, "copy_"), (torch.Tensor, "__sub__"), (torch.Tensor, "to"),
+    (torch.Tensor, "data_ptr"), (torch.nn.Module, "__call__"), (torch.nn.Module, "load_state_dict"),
+    (time, "perf_counter"), (time, "monotonic"), (time, "time"), (threading, "active_count"),
+]
+if torch.cuda.is_available():
+    GUARDED += [(torch.cuda, "synchronize"), (torch.cuda, "Event"), (torch.cuda.Event, "elapsed_time"),
+                (torch.cuda.Event, "record"), (torch.cuda, "current_stream")]
+
+
+def snapshot() -> dict:
+    return {(id(owner), name): (owner, getattr(owner, name)) for owner, name in GUARDED}
+
+
+def check_untouched(before: dict) -> None:
+    for key, (owner, value) in before.items():
+        name = key[1]
+        if getattr(owner, name) is not value:
+            where = getattr(owner, "__name__", type(owner).__name__)
+            raise Rejected(f"the kernel replaced {where}.{name}; patching torch, timers or comparisons "
+                           "is not allowed")
+
+
+def check_no_new_threads(before: int) -> None:
+    now = _thread_count()
+    if now > before:
+        raise Rejected(f"forward left {now - before} thread(s) running; work must finish inside forward "
+                       "on the calling thread")
+
+
+# --- precision ---------------------------------------------------------------------------
+
+def detect_precision(kernel_source: str, ops: list[str], output_dtypes: list) -> str | None:
+    """The arithmetic the kernel uses, from its source and the conversions forward made."""
+    text = kernel_source.lower()
+    found = set()
+    if any(m in text for m in ("__half", "half2", "__float2half", "torch.half", "fp16")) \
+            or re.search(r"(?<!b)float16", text):
+        found.add("fp16")
+    if any(m in text for m in ("bfloat16", "__nv_bfloat16", "bf16")):
+        found.add("bf16")
+    if "tf32" in text or "allow_tf32 = true" in text or "allow_tf32=true" in text:
+        found.add("tf32")
+    if any(m in text for m in ("wmma", "mma.sync", "wgmma")) and not found:
+        found.add("tf32")
+    if any("_to_copy" in op for op in ops) and not found:
+        found.add("mixed")
+    if not found:
+        if output_dtypes and all(d == torch.float64 for d in output_dtypes):
+            return "fp64"
+        if output_dtypes and all(d in (torch.float32,) for d in output_dtypes):
+            return "fp32"
+        return None
+    if len(found) > 1:
+        return "mixed"
+    return found.pop()

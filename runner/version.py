@@ -1,0 +1,2 @@
+RUNNER_VERSION = "1.0.0"
+SCHEMA = 1

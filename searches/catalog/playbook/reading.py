@@ -1,0 +1,128 @@
+"""Reads what a playbook kernel needs from a problem's source, statically (never runs it).
+
+The generated ModelNew repeats Model's constructor (same signature, same submodules, so the
+runner copies parameters by name) and forward signature; each family then needs a few facts
+about the op itself (softmax's dim, the reduced dim, the elementwise expression, ...), which are
+taken from the source as Python expressions and evaluated inside ModelNew at run time.
+"""
+
+import ast
+from dataclasses import dataclass, field
+
+
+class ReadError(ValueError):
+    """The problem does not have the shape the family's playbook kernels are written for."""
+
+
+@dataclass
+class ProblemShape:
+    constants: str  # module-level constant assignments, repeated in the kernel module
+    init_args: str  # "self, in_channels, ..." as written in Model.__init__
+    init_body: str  # Model.__init__'s body with super() normalised
+    forward_args: list[str]  # forward's argument names after self
+    forward: ast.FunctionDef = field(repr=False)
+    init: ast.FunctionDef | None = field(repr=False, default=None)
+
+    @property
+    def first_input(self) -> str:
+        if not self.forward_args:
+            raise ReadError("Model.forward takes no tensor arguments")
+        return self.forward_args[0]
+
+
+def read_problem(source: str) -> ProblemShape:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ReadError(f"the problem does not parse: {error}") from error
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    if model is None:
+        raise ReadError("the problem has no class Model")
+    methods = {node.name: node for node in model.body if isinstance(node, ast.FunctionDef)}
+    if "forward" not in methods:
+        raise ReadError("Model has no forward method")
+    forward = methods["forward"]
+    if forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg:
+        raise ReadError("Model.forward takes *args/**kwargs: the playbook needs named tensor arguments")
+    init = methods.get("__init__")
+    return ProblemShape(
+        constants=_constants(tree),
+        init_args=ast.unparse(init.args) if init else "self",
+        init_body=_init_body(init),
+        forward_args=[arg.arg for arg in forward.args.args[1:]],
+        forward=forward,
+        init=init,
+    )
+
+
+def _constants(tree: ast.Module) -> str:
+    """Top-level assignments without calls (sizes, dims): forward may refer to them."""
+    kept = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            and not any(isinstance(inner, ast.Call) for inner in ast.walk(node))]
+    return "\n".join(ast.unparse(node) for node in kept)
+
+
+class _PlainSuper(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super":
+            node.args = []
+        return node
+
+
+def _init_body(init: ast.FunctionDef | None) -> str:
+    if init is None:
+        return "super().__init__()"
+    body = [_PlainSuper().visit(statement) for statement in init.body
+            if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]
+    return "\n".join(ast.unparse(statement) for statement in body) or "super().__init__()"
+
+
+# -- finding the op ------------------------------------------------------------------------
+
+def _name(func: ast.expr) -> str:
+    """torch.nn.functional.softmax -> 'softmax'; x.softmax -> 'softmax'."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _is_method_call(call: ast.Call, torch_aliases=("torch", "F", "nn", "functional")) -> bool:
+    """x.sum(...) (a tensor method) rather than torch.sum(x, ...)."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    owner = call.func.value
+    while isinstance(owner, ast.Attribute):
+        owner = owner.value
+    return not (isinstance(owner, ast.Name) and owner.id in torch_aliases)
+
+
+def calls(node: ast.AST, names: set[str]) -> list[ast.Call]:
+    return [inner for inner in ast.walk(node) if isinstance(inner, ast.Call) and _name(inner.func) in names]
+
+
+def argument(call: ast.Call, position: int, keyword: str, default: str | None = None) -> str | None:
+    """The source text of an argument, counting `self` of a method call as position 0."""
+    for item in call.keywords:
+        if item.arg == keyword:
+            return ast.unparse(item.value)
+    args = ([call.func.value] if _is_method_call(call) else []) + list(call.args)
+    if position < len(args):
+        return ast.unparse(args[position])
+    return default
+
+
+def submodule(shape: ProblemShape, class_names: set[str]) -> str | None:
+    """`self.ln` when Model.__init__ assigns one of class_names (e.g. nn.LayerNorm) to it."""
+    if shape.init is None:
+        return None
+    for node in ast.walk(shape.init):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and _name(node.value.func) in class_names and len(node.targets) == 1):
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                return f"self.{target.attr}"
+    return None
+

@@ -1,0 +1,238 @@
+"""`python manage.py search PROBLEM`: run a whole search in the foreground, for GPU hosts and scripts.
+
+The same code path as the dashboard: services.search_start, the engine's advance steps (here in
+a thread of this process instead of the task queue) and the evaluation worker loop (here in the
+main thread; every candidate still runs in a runner sandbox). Progress goes to stderr, the
+final leaderboard to stdout. Ctrl-C pauses the search; resume it from the dashboard.
+"""
+
+import sys
+import threading
+import time
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections
+
+from searches import catalog, engine, jobs, selectors, services
+from searches.models import Device, Kernel, Problem, Search
+from searches.worker import EvaluationWorker, default_name
+
+
+class Command(BaseCommand):
+    help = ("Run a kernel search on PROBLEM (a catalog key such as softmax-cpu, a problem code, or an id) in the "
+            "foreground and print the leaderboard.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("problem", help="catalog key, problem code (UUID) or id")
+        parser.add_argument("--rounds", type=int, default=3, help="R: rounds after the starting kernel (default 3)")
+        parser.add_argument("--parents", type=int, default=2, help="B: parents per round (default 2)")
+        parser.add_argument("--ideas", type=int, default=3, help="I: ideas per parent (default 3)")
+        parser.add_argument("--kernels", type=int, default=2, help="K: kernels per idea (default 2)")
+        parser.add_argument("--bank", type=int, default=2, help="extra good earlier kernels as parents (default 2)")
+        parser.add_argument("--repairs", type=int, default=1, help="repair attempts for a compile error (default 1)")
+        parser.add_argument("--device", choices=Device.values, default=None,
+                            help="target device (default: the problem's)")
+        parser.add_argument("--proposer", choices=Search.Proposer.values, default=None,
+                            help="default: anthropic when ANTHROPIC_API_KEY is set, else playbook")
+        parser.add_argument("--model", default="", help=f"LLM model (default {settings.ANTHROPIC_MODEL})")
+        parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
+        parser.add_argument("--allow-library", action="store_true", help="allow library calls in kernels")
+        parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
+        parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
+        parser.add_argument("--max-cost", type=float, default=None, help="budget: LLM cost in USD")
+        parser.add_argument("--name", default="", help="a name for the search")
+        parser.add_argument("--pool-size", type=int, default=None, help="warm sandboxes (default RUNNER_POOL_SIZE)")
+        parser.add_argument("--top", type=int, default=10, help="leaderboard rows to print (default 10)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **opts):
+        import os
+
+        problem = self._problem(opts["problem"])
+        device = opts["device"] or problem.device
+        proposer = opts["proposer"] or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "playbook")
+        worker = EvaluationWorker(name=default_name(device) + "-search", device=device,
+                                  pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE, rekick_seconds=0)
+        progress = Progress(enabled=not opts["no_progress"], stream=sys.stderr)
+        problem = self._validated(problem, worker, progress)
+
+        wake = threading.Event()
+        ours: dict = {}
+        engine.set_kicker(lambda sid: wake.set() if ours.get("id") in (None, sid) else engine._queue_advance(sid))
+        try:
+            try:
+                search = services.search_start(
+                    problem=problem, user=None, proposer=proposer, model=opts["model"], effort=opts["effort"],
+                    device=device, rounds=opts["rounds"], parents_per_round=opts["parents"],
+                    ideas_per_parent=opts["ideas"], kernels_per_idea=opts["kernels"], bank_size=opts["bank"],
+                    repair_attempts=opts["repairs"], allow_library=opts["allow_library"],
+                    max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
+                    max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
+                )
+            except ValidationError as error:
+                raise CommandError(" ".join(error.messages)) from None
+            ours["id"] = search.id
+            wake.set()
+            self.stderr.write(f"search {search.code} on {problem} ({proposer}, {device}): "
+                              f"R={search.rounds} B={search.parents_per_round} I={search.ideas_per_parent} "
+                              f"K={search.kernels_per_idea}")
+            orchestrator = threading.Thread(target=_orchestrate, args=(search.id, wake), daemon=True)
+            orchestrator.start()
+            interrupted = False
+            try:
+                worker.run(should_stop=lambda: _search_done(search.id, progress))
+            finally:
+                interrupted = worker.stopping
+                if interrupted:
+                    self._pause(search)
+                wake.set()
+                ours["done"] = True
+                orchestrator.join(timeout=30)
+        finally:
+            engine.set_kicker(None)
+        progress.close()
+        search.refresh_from_db()
+        self._report(search, opts["top"])
+        if interrupted:
+            self.stderr.write("Interrupted: the search is paused; resume it from the dashboard "
+                              "(with `manage.py qcluster` and `manage.py evaluator` running).")
+            sys.exit(130)
+        if search.status != Search.Status.COMPLETED:
+            sys.exit(1)
+
+    # --- steps ---------------------------------------------------------------------------------
+
+    def _problem(self, reference: str) -> Problem:
+        problem = selectors.problem_by_reference(reference)
+        if problem is not None:
+            return problem
+        try:
+            entry = catalog.get(reference)
+        except KeyError:
+            keys = ", ".join(p.key for p in catalog.problems())
+            raise CommandError(f"No problem {reference!r}: give a problem id, code, or a catalog key ({keys}).") from None
+        self.stderr.write(f"Loading catalog problem {entry.key}")
+        return services.problem_create(user=None, name=entry.name, source=entry.source, description=entry.description,
+                                       atol=entry.atol, rtol=entry.rtol, device=entry.device, catalog_key=entry.key,
+                                       family=entry.family)
+
+    def _validated(self, problem: Problem, worker: EvaluationWorker, progress) -> Problem:
+        waiting = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
+        if problem.validation_status in waiting:
+            if not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
+                services.problem_request_validation(problem=problem, user=None)
+            if problem.device != worker.device:
+                raise CommandError(f"{problem} waits for validation on {problem.device}; run this on a "
+                                   f"{problem.device} host (or start an evaluator there).")
+            self.stderr.write(f"Validating {problem} in a sandbox…")
+
+            def validated():
+                problem.refresh_from_db()
+                return problem.validation_status not in waiting
+
+            worker.run(should_stop=validated)
+            if worker.stopping:
+                raise CommandError("Interrupted while validating.")
+        problem.refresh_from_db()
+        if problem.validation_status != Problem.Validation.OK:
+            raise CommandError(f"{problem} did not pass validation: {problem.validation_reason}")
+        return problem
+
+    def _pause(self, search: Search) -> None:
+        search.refresh_from_db()
+        if search.status in Search.ACTIVE:
+            services.search_pause(search=search, user=None)
+
+    def _report(self, search: Search, top: int) -> None:
+        counts = selectors.search_counts(search=search)
+        board = selectors.search_leaderboard(search=search, limit=top)
+        out = self.stdout
+        out.write("")
+        out.write(f"Search {search.code}: {search.status} — {search.stop_reason}")
+        out.write(f"tree: {sum(counts.values())} kernels ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}), "
+                  f"{search.ideas.count()} ideas, {search.current_round} round(s); "
+                  f"tokens {search.tokens_in}+{search.tokens_out}, cost ${search.cost_usd:.4f}")
+        baseline = search.problem.baseline
+        if baseline:
+            out.write(f"baseline: eager {_ms(baseline.get('eager_ms'))}, torch.compile {_ms(baseline.get('compile_ms'))}")
+        if not board:
+            out.write("No correct kernel.")
+            return
+        header = f"{'#':>3} {'kernel':>7} {'round':>5} {'origin':<9} {'median':>11} {'vs eager':>9} {'vs compile':>10}  idea / name"
+        out.write(header)
+        out.write("-" * len(header))
+        for rank, kernel in enumerate(board, 1):
+            flag = " [quarantined]" if kernel.quarantined else ""
+            label = (kernel.idea.title if kernel.idea_id else kernel.name) + flag
+            out.write(f"{rank:>3} {kernel.id:>7} {kernel.round:>5} {kernel.origin:<9} {_ms(kernel.median_ms):>11} "
+                      f"{_x(kernel.speedup_vs_eager):>9} {_x(kernel.speedup_vs_compile):>10}  {label[:60]}")
+
+
+def _orchestrate(search_id: int, wake: threading.Event) -> None:
+    """The engine's steps, as the task queue would run them, driven by local kicks."""
+    try:
+        while True:
+            wake.wait(timeout=2.0)
+            wake.clear()
+            search = Search.objects.only("status").get(pk=search_id)
+            if search.status not in Search.ACTIVE:
+                return
+            engine.advance(search_id)
+    finally:
+        close_old_connections()
+
+
+def _search_done(search_id: int, progress) -> bool:
+    search = Search.objects.get(pk=search_id)
+    pending = jobs.pending_for_search(search_id).count()
+    progress.show(search, pending)
+    return search.status not in Search.ACTIVE and pending == 0
+
+
+class Progress:
+    """A one-line progress bar on stderr: round, candidates evaluated out of those planned, best time."""
+
+    def __init__(self, *, enabled: bool, stream):
+        self.enabled = enabled and stream.isatty()
+        self.plain = enabled and not self.enabled  # not a terminal: a line now and then
+        self.stream = stream
+        self._last = 0.0
+        self._last_line = ""
+
+    def show(self, search: Search, pending: int) -> None:
+        now = time.monotonic()
+        if now - self._last < (0.3 if self.enabled else 10.0):
+            return
+        self._last = now
+        planned = 1 + search.rounds * search.parents_per_round * search.ideas_per_parent * search.kernels_per_idea
+        if search.max_candidates:
+            planned = min(planned, search.max_candidates)
+        done = search.candidates_evaluated
+        best = Kernel.objects.filter(search=search, status="correct", quarantined=False,
+                                     median_ms__isnull=False).order_by("median_ms").first()
+        width = 30
+        filled = min(width, int(width * done / max(planned, 1)))
+        line = (f"round {search.current_round}/{search.rounds} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{done}/{planned} evaluated, {pending} queued"
+                + (f", best {_ms(best.median_ms)} ({_x(best.speedup_vs_eager)} vs eager)" if best else ""))
+        if self.enabled:
+            self.stream.write("\r" + line.ljust(len(self._last_line)))
+            self.stream.flush()
+        elif self.plain and line != self._last_line:
+            self.stream.write(line + "\n")
+        self._last_line = line
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+
+
+def _ms(value) -> str:
+    return f"{value:.4g} ms" if value is not None else "-"
+
+
+def _x(value) -> str:
+    return f"{value:.2f}x" if value is not None else "-"
+

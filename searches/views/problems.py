@@ -1,0 +1,103 @@
+"""Problem pages: list, detail, create (paste or upload), edit, and the validation status
+that the detail page polls while a sandboxed validation is pending."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import selectors, services
+from ..forms import ProblemCreateForm, ProblemForm
+from ..models import Problem
+from ..problem_checks import human_size
+
+
+def _form_page(request, context):
+    context["source_limit"] = human_size(settings.PROBLEM_SOURCE_MAX_BYTES)
+    return render(request, "searches/problems/form.html", context)
+
+
+@login_required
+@require_GET
+def problem_list(request):
+    problems = list(selectors.problem_list())
+    for problem in problems:
+        problem.state = selectors.problem_validation_state(problem)
+    return render(request, "searches/problems/list.html", {"problems": problems})
+
+
+@login_required
+@require_GET
+def problem_detail(request, code):
+    problem = get_object_or_404(Problem, code=code)
+    context = {
+        "problem": problem,
+        "state": selectors.problem_validation_state(problem),
+        "latest": selectors.problem_latest_version(problem),
+        "versions": selectors.problem_versions(problem),
+        "validation": problem.validation or {},
+    }
+    return render(request, "searches/problems/detail.html", context)
+
+
+@login_required
+@require_GET
+def problem_validation_status(request, code):
+    problem = get_object_or_404(Problem, code=code)
+    state = selectors.problem_validation_state(problem)
+    return JsonResponse({**state, "validation_status": problem.validation_status})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def problem_create(request):
+    form = ProblemCreateForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            problem = services.problem_create(user=request.user, **form.problem_fields())
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, f"Saved “{problem.name}”. It is being validated in a sandbox.")
+            return redirect("problem_detail", code=problem.code)
+    return _form_page(request, {"form": form, "creating": True})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def problem_edit(request, code):
+    problem = get_object_or_404(Problem, code=code)
+    if not problem.is_latest:
+        latest = selectors.problem_latest_version(problem)
+        messages.info(request, f"Version {problem.version} is not the latest: you are editing version {latest.version}.")
+        return redirect("problem_edit", code=latest.code)
+    initial = {key: getattr(problem, key) for key in ("name", "description", "source", "atol", "rtol", "device")}
+    form = ProblemForm(request.POST or None, initial=initial)
+    has_results = problem.searches.exists() or problem.kernels.exists()
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = services.problem_update(problem=problem, user=request.user, **form.problem_fields())
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            if saved.pk != problem.pk:
+                messages.success(request, f"Saved as version {saved.version}; version {problem.version} keeps its results.")
+            elif saved.validation_status == Problem.Validation.PENDING:
+                messages.success(request, "Saved. The new source is being validated.")
+            else:
+                messages.success(request, "Saved.")
+            return redirect("problem_detail", code=saved.code)
+    context = {"form": form, "problem": problem, "creating": False, "has_results": has_results}
+    return _form_page(request, context)
+
+
+@login_required
+@require_POST
+def problem_revalidate(request, code):
+    problem = get_object_or_404(Problem, code=code)
+    services.problem_request_validation(problem=problem, user=request.user)
+    messages.success(request, "Validation queued.")
+    return redirect("problem_detail", code=problem.code)

@@ -1,0 +1,221 @@
+"""Search pages: start, watch (tree, progress, chart), control, and people-in-the-loop forms."""
+
+
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.views.decorators.gzip import gzip_page
+from django.views.decorators.http import require_POST
+
+from .. import selectors, services
+from ..forms import IdeaAddForm, KernelSubmitForm, SearchStartForm
+from ..models import Kernel, Problem, Search, ShareLink, Verdict
+from .plots import speedup_chart
+from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
+from .security import content_security_policy
+
+IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
+CONTROL_ACTIONS = {"pause": "search_pause", "resume": "search_resume", "cancel": "search_cancel"}
+
+
+def error_text(error: ValidationError | PermissionDenied) -> str:
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error) or "You are not allowed to do that."
+
+
+def add_service_errors(form, error: ValidationError) -> None:
+    """Put a service's ValidationError on the form fields it names, the rest on the form."""
+    if hasattr(error, "error_dict"):
+        for field, errors in error.error_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        # Services name the offending knob in the error's code.
+        code = getattr(error, "code", None)
+        form.add_error(code if code in form.fields else None, error)
+
+
+@login_required
+@content_security_policy
+def search_list(request):
+    return render(request, "searches/search/list.html", {"searches": selectors.search_list()})
+
+
+@login_required
+@content_security_policy
+def search_new(request, code):
+    problem = get_object_or_404(Problem, code=code)
+    form = SearchStartForm(request.POST or None, initial={"device": problem.device})
+    if request.method == "POST" and form.is_valid():
+        try:
+            search = services.search_start(problem=problem, user=request.user, **form.search_fields())
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, "Search started.")
+            return redirect("search_detail", code=search.code)
+    return render(request, "searches/search/new.html", {"problem": problem, "form": form})
+
+
+def search_context(search: Search, *, status: str = "", round_: int | None = None, shared: bool = False) -> dict:
+    """Everything the search page shows; also used by its read-only shared version."""
+    last_seq = search.last_event_seq  # read before the tree: replay may repeat, never miss
+    tree = selectors.search_tree(search=search)
+    shown = matching_ids(tree, status=status, round_=round_)
+    kernel_url = None if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
+    planned = selectors.search_planned_candidates(search)
+    end = search.finished_at or timezone.now()
+    elapsed = (end - search.started_at).total_seconds() if search.started_at else None
+    statuses = sorted({k["status"] for k in tree["kernels"]})
+    idea_stats = selectors.search_idea_stats(tree)
+    return {
+        "search": search,
+        "problem": search.problem,
+        "tree_html": mark_safe(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
+                                         idea_stats=idea_stats)),  # noqa: S308  escaped inside
+        "kernel_count": len(tree["kernels"]),
+        "idea_count": len(tree["ideas"]),
+        "best": tree["best"],
+        "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
+        "idea_stats": idea_stats[:IDEA_TABLE_ROWS],
+        "idea_stats_more": max(0, len(idea_stats) - IDEA_TABLE_ROWS),
+        "planned": planned,
+        "percent": min(100, round(100 * search.candidates_evaluated / planned)) if planned else 0,
+        "elapsed": elapsed,
+        "filter_status": status,
+        "filter_round": round_,
+        "status_choices": [(s, MARKS.get(s, ("", s))[1]) for s in statuses] + [("quarantined", "Quarantined")],
+        "round_choices": sorted({k["round"] for k in tree["kernels"]}),
+        "live": {
+            "code": str(search.code), "seq": last_seq, "ws": f"/ws/searches/{search.code}/",
+            "kernel_url": reverse("kernel_detail", kwargs={"code": "00000000-0000-0000-0000-000000000000"}),
+            "marks": {k: list(v) for k, v in MARKS.items()}, "quarantine": list(QUARANTINE_MARK),
+            "planned": planned, "active": search.status in Search.ACTIVE or search.status == Search.Status.PAUSED,
+        } if not shared else None,
+        "provenance": selectors.search_provenance(search=search),
+        "shared": shared,
+    }
+
+
+@login_required
+@gzip_page  # a 2,000-kernel tree is ~1 MB of HTML, ~10x less compressed
+@content_security_policy
+def search_detail(request, code):
+    search = get_object_or_404(Search.objects.select_related("problem", "created_by", "forked_from"), code=code)
+    status = request.GET.get("status", "")
+    if status and status not in Verdict.values and status != "quarantined":
+        status = ""
+    try:
+        round_ = int(request.GET["round"]) if request.GET.get("round") else None
+    except ValueError:
+        round_ = None
+    context = search_context(search, status=status, round_=round_)
+    context.update({
+        "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
+        "parent_choices": selectors.search_parent_choices(search=search),
+        "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
+    })
+    return render(request, "searches/search/detail.html", context)
+
+
+@login_required
+@require_POST
+def search_control(request, code, action):
+    search = get_object_or_404(Search, code=code)
+    service = getattr(services, CONTROL_ACTIONS[action])
+    try:
+        service(search=search, user=request.user)
+    except (ValidationError, PermissionDenied) as error:
+        messages.error(request, f"Could not {action} the search: {error_text(error)}")
+    else:
+        messages.success(request, {"pause": "Search paused.", "resume": "Search resumed.",
+                                   "cancel": "Search cancelled."}[action])
+    return redirect("search_detail", code=search.code)
+
+
+@login_required
+@require_POST
+def search_fork(request, code):
+    search = get_object_or_404(Search, code=code)
+    from_kernel = None
+    if request.POST.get("from_kernel"):
+        from_kernel = Kernel.objects.filter(code=_uuid_or_none(request.POST["from_kernel"])).first()
+        if from_kernel is None:
+            messages.error(request, "Could not fork: that kernel does not exist.")
+            return redirect("search_detail", code=search.code)
+    try:
+        fork = services.search_fork(search=search, user=request.user, from_kernel=from_kernel)
+    except (ValidationError, PermissionDenied) as error:
+        messages.error(request, f"Could not fork the search: {error_text(error)}")
+        return redirect("search_detail", code=search.code)
+    messages.success(request, "Forked: this is the new search.")
+    return redirect("search_detail", code=fork.code)
+
+
+@login_required
+@require_POST
+def idea_add(request, code):
+    search = get_object_or_404(Search, code=code)
+    form = IdeaAddForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Could not add the idea: " + _form_errors(form))
+        return redirect("search_detail", code=search.code)
+    parent = Kernel.objects.filter(search=search, code=form.cleaned_data["parent_kernel"]).first()
+    if parent is None:
+        messages.error(request, "Could not add the idea: the parent kernel is not part of this search. "
+                                "Copy the code of a kernel shown in this search's tree.")
+        return redirect("search_detail", code=search.code)
+    try:
+        services.idea_add(search=search, user=request.user, parent_kernel=parent,
+                          title=form.cleaned_data["title"], description=form.cleaned_data["description"])
+    except (ValidationError, PermissionDenied) as error:
+        messages.error(request, f"Could not add the idea: {error_text(error)}")
+    else:
+        messages.success(request, "Idea added: the search will implement it.")
+    return redirect("search_detail", code=search.code)
+
+
+@login_required
+@content_security_policy
+def kernel_new(request, code=None, problem_code=None):
+    """Submit a hand-written kernel to a search (code) or straight to a problem (problem_code)."""
+    search = get_object_or_404(Search.objects.select_related("problem"), code=code) if code else None
+    problem = search.problem if search else get_object_or_404(Problem, code=problem_code)
+    form = KernelSubmitForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        parent = None
+        if form.cleaned_data.get("parent"):
+            parent = Kernel.objects.filter(problem=problem, code=form.cleaned_data["parent"]).first()
+            if parent is None:
+                form.add_error("parent", "No kernel of this problem has that code.")
+        if not form.errors:
+            try:
+                kernel = services.kernel_submit(user=request.user, problem=problem, source=form.cleaned_data["source"],
+                                                search=search, parent=parent, name=form.cleaned_data["name"])
+            except ValidationError as error:
+                add_service_errors(form, error)
+            else:
+                messages.success(request, "Kernel submitted: it is queued for evaluation.")
+                return redirect("kernel_detail", code=kernel.code)
+    return render(request, "searches/kernel/new.html", {"form": form, "search": search, "problem": problem})
+
+
+def _form_errors(form) -> str:
+    return " ".join(f"{'' if f == '__all__' else form.fields[f].label or f}: {' '.join(e)}".strip(": ")
+                    for f, e in form.errors.items())
+
+
+def _uuid_or_none(value: str):
+    import uuid
+
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError):
+        return None
+
+

@@ -1,0 +1,240 @@
+"""The evaluation worker: claims jobs of its device and runs them through warm runner sandboxes.
+
+One worker per GPU (or one for the CPU). It never executes problem or kernel code itself and
+never imports torch or cupy: `runner.Pool` runs every job in a fresh sandbox process. While a
+job runs, a thread renews its lease; a heartbeat goes to the Worker table. SIGTERM (or Ctrl-C)
+stops it cleanly: a running job is handed back to the queue without using up an attempt.
+A worker that is SIGKILLed never reports: its lease runs out (or it restarts under the same
+name, which frees its old leases at once) and the job is claimed again, counting an attempt,
+so a job that keeps killing its worker fails for good after `max_attempts`.
+"""
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+
+from django.conf import settings
+from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import engine, events, jobs, services
+from .models import EvaluationJob, Kernel, Verdict
+from .models import Worker as WorkerRow
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 10
+REKICK_SECONDS = 60
+
+
+class WorkerStopping(Exception):
+    """Raised inside a running job when the worker is asked to stop."""
+
+
+def default_name(device: str) -> str:
+    return f"{socket.gethostname()}-{device}-{os.getpid()}"
+
+
+class EvaluationWorker:
+    def __init__(self, *, name: str, device: str, pool_size: int = 1, poll_seconds: float = 0.5,
+                 rekick_seconds: float = REKICK_SECONDS):
+        self.name = name
+        self.device = device
+        self.pool_size = pool_size
+        self.poll_seconds = poll_seconds
+        self.rekick_seconds = rekick_seconds
+        self.stopping = False
+        self._in_job = False
+        self._last_heartbeat = 0.0
+        self._last_rekick = 0.0
+        self.device_name = ""
+        self.jobs_done = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def run(self, *, once: bool = False, should_stop=None) -> int:
+        """Work until stopped. `once`: exit when the queue has nothing for this device.
+        `should_stop`: a callable checked between jobs (the foreground search command)."""
+        import runner  # the sandbox pool; runner itself keeps torch out of this process
+
+        self._install_signal_handlers()
+        freed = jobs.expire_leases_of(self.name)
+        if freed:
+            log.warning("%s: %d job(s) held by an earlier run under this name were freed", self.name, freed)
+        self._heartbeat(force=True)
+        try:
+            with runner.Pool(device=self.device, size=self.pool_size) as pool:
+                while not self.stopping:
+                    if should_stop is not None and should_stop():
+                        break
+                    self._heartbeat()
+                    self._maybe_rekick()
+                    job = jobs.claim(self.name, self.device)
+                    if job is None:
+                        if once:
+                            break
+                        self._sleep(self.poll_seconds)
+                        continue
+                    try:
+                        self.run_job(pool, job)
+                    except WorkerStopping:
+                        break
+        finally:
+            self._heartbeat(force=True, current_job=None)
+            close_old_connections()
+        return self.jobs_done
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.stopping = True
+        if self._in_job:
+            raise WorkerStopping(f"signal {signum}")
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < end:
+            time.sleep(min(0.1, seconds))
+
+    # --- one job -------------------------------------------------------------------------------
+
+    def run_job(self, pool, job: EvaluationJob) -> None:
+        self._mark_started(job)
+        renewer = _LeaseRenewer(job.id, self.name)
+        renewer.start()
+        try:
+            self._in_job = True
+            try:
+                result = self._evaluate(pool, job)
+            finally:
+                self._in_job = False
+        except WorkerStopping:
+            renewer.stop()
+            jobs.release(job, self.name)
+            log.info("%s: stopping; job %s handed back to the queue", self.name, job.id)
+            raise
+        except Exception as exc:  # the runner itself broke (not a verdict): retry elsewhere
+            if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+                renewer.stop()
+                _with_retries(lambda: _fail_now(job, f"the problem failed validation: {exc}"))
+                return
+            renewer.stop()
+            log.exception("%s: job %s could not run", self.name, job.id)
+            _with_retries(lambda: jobs.release(job, self.name, error=f"the runner failed: {exc}", count_attempt=True))
+            return
+        renewer.stop()
+        _with_retries(lambda: self._record(job, result))
+        self.jobs_done += 1
+
+    def _evaluate(self, pool, job: EvaluationJob) -> dict:
+        problem = job.problem
+        if job.purpose == EvaluationJob.Purpose.VALIDATE:
+            return pool.validate(problem.source, device=job.device, timeout=settings.RUNNER_TIMEOUT)
+        return pool.evaluate(
+            problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
+            atol=problem.atol, rtol=problem.rtol, allow_library=bool((job.options or {}).get("allow_library")),
+        )
+
+    def _mark_started(self, job: EvaluationJob) -> None:
+        def mark():
+            with transaction.atomic():
+                if job.kernel_id and job.purpose != EvaluationJob.Purpose.RERUN:
+                    kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
+                    if kernel.status == Verdict.PENDING:
+                        kernel.status = Verdict.EVALUATING
+                        kernel.save(update_fields=["status"])
+                        if kernel.search_id:
+                            events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        _with_retries(mark)
+        self._heartbeat(force=True, current_job=job)
+
+    def _record(self, job: EvaluationJob, result: dict) -> None:
+        with transaction.atomic():
+            if job.purpose == EvaluationJob.Purpose.VALIDATE:
+                services.problem_record_validation(problem=job.problem, job=job, result=result)
+            else:
+                services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
+            WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)
+        self.device_name = (result.get("environment") or {}).get("device_name") or self.device_name
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+
+    def _heartbeat(self, *, force: bool = False, current_job="keep") -> None:
+        now = time.monotonic()
+        if not force and now - self._last_heartbeat < HEARTBEAT_SECONDS:
+            return
+        self._last_heartbeat = now
+        fields = {"host": socket.gethostname(), "pid": os.getpid(), "device": self.device,
+                  "heartbeat_at": timezone.now()}
+        if self.device_name:
+            fields["device_name"] = self.device_name
+        if current_job != "keep":
+            fields["current_job"] = current_job
+        try:
+            with transaction.atomic():
+                WorkerRow.objects.update_or_create(name=self.name, defaults=fields)
+        except OperationalError:
+            log.warning("%s: heartbeat skipped (database busy)", self.name)
+
+    def _maybe_rekick(self) -> None:
+        now = time.monotonic()
+        if self.rekick_seconds <= 0 or now - self._last_rekick < self.rekick_seconds:
+            return
+        self._last_rekick = now
+        try:
+            engine.rekick_stalled()
+        except Exception:
+            log.exception("%s: could not re-kick stalled searches", self.name)
+
+
+class _LeaseRenewer(threading.Thread):
+    """Keeps a running job's lease fresh, so a long evaluation is not taken for a dead worker."""
+
+    def __init__(self, job_id: int, worker_name: str):
+        super().__init__(daemon=True, name=f"lease-{job_id}")
+        self.job_id = job_id
+        self.worker_name = worker_name
+        self._stop_event = threading.Event()
+        self.interval = max(0.5, settings.JOB_LEASE_SECONDS / 3)
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.wait(self.interval):
+                try:
+                    if not jobs.renew(self.job_id, self.worker_name):
+                        log.warning("job %s: lease lost to another worker", self.job_id)
+                        return
+                except OperationalError:
+                    log.warning("job %s: lease renewal skipped (database busy)", self.job_id)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+
+def _fail_now(job: EvaluationJob, reason: str) -> None:
+    with transaction.atomic():
+        job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
+        if job.status == EvaluationJob.Status.LEASED:
+            jobs.fail(job, reason)
+
+
+def _with_retries(action, attempts: int = 5):
+    """Run a short write, retrying while the database is busy (SQLite under load)."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except OperationalError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))

@@ -1,0 +1,259 @@
+// The search page: fold/unfold, filter, pick two nodes to compare, and live updates.
+//
+// Live updates: a websocket to /ws/searches/<code>/?after=<last seq>. Events are applied in
+// sequence order; a number already applied is ignored, so a replay after reconnecting never
+// doubles a node. Untrusted text (kernel names, idea titles) only ever goes in through
+// textContent, never parsed as markup.
+(function () {
+  "use strict";
+  const configEl = document.getElementById("live-config");
+  if (!configEl) return;
+  const cfg = JSON.parse(configEl.textContent);
+  const ZERO = "00000000-0000-0000-0000-000000000000";
+  const root = document.getElementById("tree-root");
+  const state = { lastSeq: cfg.seq, ws: null, retry: 0, stopped: false, applied: 0 };
+  const nodes = new Map(); // kernel id -> {parent, idea, status, ms, q, ok}
+  window.kernelLabLive = state;
+
+  function el(tag, cls) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function num(v, digits) { return v === null || v === undefined ? "" : String(Number(v.toPrecision(digits))); }
+  function setText(id, text) { const e = document.getElementById(id); if (e) e.textContent = text; }
+
+  // --- the tree -------------------------------------------------------------------------
+  // Markup (see searches/views/search_tree.py): li.k#k-<id> data-p data-i data-r data-s data-ms
+  // [data-q] [data-ok] > div.row > i.m, a, small, [span.t], [span.qm], [span.vb], input.pick; ul.
+  function readNode(li) {
+    const d = li.dataset;
+    return { parent: d.p ? +d.p : null, idea: d.i ? +d.i : null, status: d.s,
+             ms: d.ms === "" ? null : +d.ms, q: "q" in d, ok: "ok" in d, round: +d.r };
+  }
+  root.querySelectorAll("li.k").forEach((li) => nodes.set(+li.id.slice(2), readNode(li)));
+
+  function childList(li) {
+    let ul = li.querySelector(":scope > ul");
+    if (!ul) { ul = el("ul"); li.append(ul); }
+    return ul;
+  }
+  function container(parentKernelId, ideaId) {
+    const idea = ideaId && document.getElementById("i-" + ideaId);
+    if (idea) return childList(idea);
+    const parent = parentKernelId && document.getElementById("k-" + parentKernelId);
+    if (parent) return childList(parent);
+    return root;
+  }
+  // The row's optional part with this class, created (before the checkbox) when missing.
+  function part(row, cls) {
+    let e = row.querySelector(":scope > ." + cls);
+    if (!e) { e = el("span", cls); row.insertBefore(e, row.querySelector(":scope > input.pick")); }
+    return e;
+  }
+
+  function kernelNode(k) {
+    const li = el("li", "k");
+    li.id = "k-" + k.id;
+    const row = el("div", "row");
+    const link = el("a"); link.href = cfg.kernel_url.replace(ZERO, k.code);
+    const pick = el("input", "pick");
+    pick.type = "checkbox"; pick.name = "k"; pick.value = k.code; pick.setAttribute("aria-label", "compare");
+    row.append(el("i", "m"), link, el("small"), pick);
+    li.append(row);
+    return li;
+  }
+
+  function timing(k) {
+    if (k.median_ms === null) return "";
+    const parts = [num(k.median_ms, 4) + " ms"];
+    if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× eager");
+    if (k.speedup_vs_compile !== null) parts.push(k.speedup_vs_compile.toFixed(2) + "× compile");
+    return parts.join(" · ");
+  }
+
+  function applyKernel(k) {
+    let li = document.getElementById("k-" + k.id);
+    if (!li) {
+      li = kernelNode(k);
+      container(k.parent_id, k.idea_id).append(li);
+      setText("kernel-count", String(nodes.size + 1));
+    }
+    const [markText, label] = cfg.marks[k.status] || ["?", k.status];
+    const ok = k.verified && k.approved;  // a quarantined kernel ranks once verified and approved
+    li.className = "k s-" + k.status + (k.quarantined ? " q" : "");
+    Object.assign(li.dataset, { p: k.parent_id || "", i: k.idea_id || "", r: k.round, s: k.status,
+                                ms: k.median_ms === null ? "" : k.median_ms });
+    if (k.quarantined) li.dataset.q = ""; else delete li.dataset.q;
+    if (ok) li.dataset.ok = ""; else delete li.dataset.ok;
+    const row = li.querySelector(":scope > .row");
+    row.querySelector(".m").textContent = markText;
+    row.querySelector("a, .n").textContent = k.name || "kernel " + k.code.slice(0, 8);
+    row.querySelector("small").textContent = "R" + k.round + " · " + label;
+    part(row, "t").textContent = timing(k);
+    part(row, "qm").textContent = k.quarantined ? cfg.quarantine[0] + " quarantined" : "";
+    part(row, "vb").textContent = k.verified ? "verified rerun" : "";
+    nodes.set(k.id, { parent: k.parent_id, idea: k.idea_id, status: k.status, ms: k.median_ms,
+                      q: k.quarantined, ok: ok, round: k.round });
+  }
+
+  function applyIdea(idea) {
+    let li = document.getElementById("i-" + idea.id);
+    if (!li) {
+      li = el("li", "i");
+      li.id = "i-" + idea.id;
+      const row = el("div", "row idea");
+      const mark = el("i", "m"); mark.textContent = "◇";
+      row.append(mark, el("span", "title"), el("small"), el("span", "rate"));
+      li.append(row, el("ul"));
+      container(idea.parent_kernel_id, null).append(li);
+      setText("idea-count", String(root.querySelectorAll("li.i").length));
+    }
+    li.dataset.r = idea.round;
+    const row = li.querySelector(":scope > .row");
+    row.querySelector(".title").textContent = idea.title;
+    row.querySelector("small").textContent = "R" + idea.round + " · " + idea.origin;
+  }
+
+  function ranked(n) { return n.status === "correct" && n.ms !== null && (!n.q || n.ok); }
+  function markBestPath() {
+    let bestId = null, best = null;
+    nodes.forEach((n, id) => { if (ranked(n) && (best === null || n.ms < best.ms)) { best = n; bestId = id; } });
+    root.querySelectorAll("li.best").forEach((li) => li.classList.remove("best"));
+    const seen = new Set();
+    let id = bestId;
+    while (id !== null && id !== undefined && !seen.has(id) && nodes.has(id)) {
+      seen.add(id);
+      const n = nodes.get(id);
+      const li = document.getElementById("k-" + id); if (li) li.classList.add("best");
+      const idea = n.idea && document.getElementById("i-" + n.idea); if (idea) idea.classList.add("best");
+      id = n.parent;
+    }
+  }
+
+  // --- filter -----------------------------------------------------------------------------
+  const filterStatus = document.getElementById("filter-status");
+  const filterRound = document.getElementById("filter-round");
+  function matches(li) {
+    const s = filterStatus ? filterStatus.value : "", r = filterRound ? filterRound.value : "";
+    const statusOk = !s || (s === "quarantined" ? "q" in li.dataset : li.dataset.s === s);
+    return statusOk && (!r || li.dataset.r === r);
+  }
+  function applyFilter() {
+    const active = (filterStatus && filterStatus.value) || (filterRound && filterRound.value);
+    const all = Array.from(root.querySelectorAll("li"));
+    if (!active) { all.forEach((li) => { li.hidden = false; }); return; }
+    for (let i = all.length - 1; i >= 0; i--) {  // children come after their parents
+      const li = all[i];
+      const childShown = Array.from(li.querySelectorAll(":scope > ul > li")).some((c) => !c.hidden);
+      li.hidden = !(childShown || (li.classList.contains("k") && matches(li)));
+    }
+  }
+  for (const select of [filterStatus, filterRound]) {
+    if (!select) continue;
+    select.addEventListener("change", () => {
+      applyFilter();
+      const url = new URL(location.href);
+      for (const s of [filterStatus, filterRound]) { if (s.value) url.searchParams.set(s.name, s.value); else url.searchParams.delete(s.name); }
+      history.replaceState(null, "", url);
+    });
+  }
+
+  // --- folding and picking ----------------------------------------------------------------
+  // Clicking a node's mark folds or unfolds what grew from it.
+  root.addEventListener("click", (event) => {
+    const mark = event.target.closest(".row > i.m");
+    if (!mark) return;
+    const li = mark.closest("li");
+    if (li.querySelector(":scope > ul > li")) li.classList.toggle("folded");
+  });
+  const compareButton = document.getElementById("compare-picked");
+  function updatePicked() {
+    const n = root.querySelectorAll("input.pick:checked").length;
+    if (compareButton) compareButton.disabled = n !== 2;
+    setText("picked-note", n === 2 ? "Two kernels picked." : `Tick two nodes to compare them (${n} picked).`);
+  }
+  root.addEventListener("change", (event) => { if (event.target.matches("input.pick")) updatePicked(); });
+  updatePicked();
+
+  // --- search status and progress ----------------------------------------------------------
+  function applyStatus(p) {
+    const badge = document.getElementById("search-status");
+    if (badge && p.status) {
+      badge.className = "badge " + p.status; badge.dataset.status = p.status;
+      badge.textContent = p.status.charAt(0).toUpperCase() + p.status.slice(1);
+      document.querySelectorAll("form[data-when]").forEach((f) => { f.hidden = !f.dataset.when.split(" ").includes(p.status); });
+    }
+    const reason = document.getElementById("stop-reason");
+    if (reason && p.stop_reason) { reason.textContent = p.stop_reason; reason.hidden = false; }
+    if (p.current_round !== undefined) setText("p-round", String(p.current_round));
+  }
+  function applyProgress(p) {
+    setText("p-evaluated", String(p.candidates_evaluated));
+    setText("p-tokens", String((p.tokens_in || 0) + (p.tokens_out || 0)));
+    setText("p-cost", Number(p.cost_usd || 0).toFixed(4));
+    if (p.current_round !== undefined) setText("p-round", String(p.current_round));
+    const bar = document.getElementById("progress-bar");
+    if (bar) { bar.value = Math.min(p.candidates_evaluated, +bar.max); bar.textContent = ""; }
+  }
+  const elapsed = document.getElementById("p-elapsed");
+  setInterval(() => {
+    if (!elapsed || !elapsed.dataset.started || elapsed.dataset.finished) return;
+    const badge = document.getElementById("search-status");
+    if (badge && ["cancelled", "completed", "failed", "paused"].includes(badge.dataset.status)) return;
+    elapsed.textContent = Math.max(0, Math.round((Date.now() - Date.parse(elapsed.dataset.started)) / 1000)) + " s";
+  }, 1000);
+
+  // --- the websocket ------------------------------------------------------------------------
+  let pending = false;
+  function afterTreeChange() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; markBestPath(); applyFilter(); });
+  }
+  function apply(message) {
+    const p = message.payload || {};
+    switch (message.kind) {
+      case "kernel.created": case "kernel.updated": applyKernel(p); afterTreeChange(); break;
+      case "idea.created": applyIdea(p); afterTreeChange(); break;
+      case "search.status": applyStatus(p); break;
+      case "search.progress": applyProgress(p); break;
+      case "round.started": setText("p-round", String(p.round)); break;
+      default: break;  // kinds this page does not show
+    }
+  }
+  function onMessage(event) {
+    let message;
+    try { message = JSON.parse(event.data); } catch (e) { return; }
+    if (typeof message.seq !== "number" || message.seq <= state.lastSeq) return;  // a duplicate
+    if (message.seq > state.lastSeq + 1) { state.ws.close(); return; }  // a gap: reconnect and replay
+    apply(message);
+    state.lastSeq = message.seq;
+    state.applied += 1;
+    document.body.dataset.liveSeq = String(state.lastSeq);
+  }
+  function connect() {
+    if (state.stopped) return;
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + cfg.ws + "?after=" + state.lastSeq);
+    state.ws = ws;
+    ws.onopen = () => { state.retry = 0; setText("live-state", "live"); document.body.dataset.live = "open"; };
+    ws.onmessage = onMessage;
+    ws.onclose = (event) => {
+      document.body.dataset.live = "closed";
+      if (state.ws !== ws) return;  // an older socket
+      if (state.stopped) { setText("live-state", "paused"); return; }
+      if (event.code === 4401) { state.stopped = true; setText("live-state", "live updates stopped: log in again"); return; }
+      if (event.code === 4404) { state.stopped = true; setText("live-state", "this search no longer exists"); return; }
+      const delay = Math.min(5000, 250 * 2 ** state.retry++);
+      setText("live-state", "reconnecting…");
+      setTimeout(connect, delay);
+    };
+  }
+  document.body.dataset.liveSeq = String(state.lastSeq);
+  // Drop the connection and come back later: the reconnect replays what was missed.
+  state.reconnect = () => { if (state.ws) state.ws.close(); };
+  state.pause = () => { state.stopped = true; if (state.ws) state.ws.close(); };
+  state.resume = () => { if (state.stopped) { state.stopped = false; connect(); } };
+  connect();
+})();

@@ -1,0 +1,58 @@
+"""Rows for the dashboard's browser tests, written by a separate process (`manage.py shell`)
+into the running stack's database, the way the task queue and the evaluator write them."""
+
+import json
+import textwrap
+
+PRELUDE = """
+import json
+from django.contrib.auth import get_user_model
+from tests.searches import dashboard_data as d
+owner = get_user_model().objects.get(username="e2e")
+"""
+
+
+def run(stack, body: str) -> dict:
+    """Run `body` (Python; it sets `out`, a JSON-able dict) in the stack's environment."""
+    code = PRELUDE + textwrap.dedent(body) + "\nprint('SEED:' + json.dumps(out))\n"
+    done = stack.manage("shell", "-c", code, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"seeding failed:\n{done.stdout}\n{done.stderr}")
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("SEED:")][-1]
+    return json.loads(line[5:])
+
+
+def small_search(stack, name="seeded search") -> dict:
+    """seed -> idea -> (fast, broken) ; fast -> idea -> faster"""
+    return run(stack, f"""
+p = d.problem(name={name!r} + " problem")
+s = d.search(problem=p, created_by=owner, name={name!r})
+seed = d.kernel(problem=p, search=s, round=0, median_ms=1.0, name="seed kernel", publish=True)
+i1 = d.idea(search=s, parent_kernel=seed, title="Vectorise the loads", publish=True)
+fast = d.kernel(problem=p, search=s, idea=i1, parent=seed, median_ms=0.5, name="fast kernel", publish=True,
+                source=seed.source.replace("clamp_min(0)", "relu()  # vectorised"))
+broken = d.kernel(problem=p, search=s, idea=i1, parent=seed, status="compile_error", name="broken kernel",
+                  publish=True)
+i2 = d.idea(search=s, parent_kernel=fast, title="Fuse the epilogue", round=2, publish=True)
+faster = d.kernel(problem=p, search=s, idea=i2, parent=fast, round=2, median_ms=0.25, name="faster kernel",
+                  publish=True)
+s.refresh_from_db()
+out = dict(problem=str(p.code), search=str(s.code), search_id=s.id, seq=s.last_event_seq,
+           seed=str(seed.code), fast=str(fast.code), broken=str(broken.code), faster=str(faster.code),
+           fast_id=fast.id, i2=i2.id, problem_id=p.id)
+""")
+
+
+def add_kernels(stack, search_id: int, parent_idea: int, names: list[str], title: str = "") -> dict:
+    """Another process appends kernels (and optionally a new idea) to a search, publishing events."""
+    return run(stack, f"""
+from searches.models import Idea, Search
+s = Search.objects.get(pk={search_id})
+idea = Idea.objects.get(pk={parent_idea})
+if {title!r}:
+    idea = d.idea(search=s, parent_kernel=idea.kernels.first(), title={title!r}, round=3, publish=True)
+made = [d.kernel(problem=s.problem, search=s, idea=idea, parent=idea.parent_kernel, round=idea.round,
+                 name=n, median_ms=0.3 + k / 100, publish=True) for k, n in enumerate({names!r})]
+s.refresh_from_db()
+out = dict(ids=[k.id for k in made], seq=s.last_event_seq, idea=idea.id)
+""")

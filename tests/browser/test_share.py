@@ -1,0 +1,36 @@
+"""A share link opens without a login, and answers 404 once revoked."""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser import dashboard_seed
+
+pytestmark = [pytest.mark.e2e]
+
+
+def test_share_link_logged_out_then_revoked(logged_in_page, stack, chromium):
+    seeded = dashboard_seed.small_search(stack, "shared search")
+    page = logged_in_page
+    page.goto(f"/kernels/{seeded['faster']}/")
+    page.locator("#share-links input[name=label]").fill("for the reading group")
+    page.locator("#share-create").click()
+    url = page.locator("#share-url").input_value()
+    assert "/s/" in url
+
+    stranger = chromium.new_context()
+    try:
+        anonymous = stranger.new_page()
+        response = anonymous.goto(url)
+        assert response.status == 200
+        expect(anonymous.get_by_role("heading", name="faster kernel")).to_be_visible()
+        expect(anonymous.locator("#provenance")).to_contain_text("NVIDIA H200")
+        expect(anonymous.locator("#kernel-source")).to_contain_text("class ModelNew")
+        expect(anonymous.locator("form[method=post]")).to_have_count(0)
+
+        page.goto(f"/kernels/{seeded['faster']}/")
+        row = page.locator("#share-links tr", has_text="for the reading group")
+        row.get_by_role("button", name="Revoke").click()
+        expect(page.locator("#share-links tr", has_text="for the reading group")).to_contain_text("revoked")
+        assert anonymous.goto(url).status == 404
+    finally:
+        stranger.close()

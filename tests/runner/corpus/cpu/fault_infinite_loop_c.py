@@ -1,0 +1,44 @@
+"""Fault: the C kernel never returns."""
+
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+C_SOURCE = r"""
+#include <stdint.h>
+
+void softmax_rows(const float *x, float *y, int64_t rows, int64_t cols) {
+    volatile int64_t spin = 0;
+    for (;;) spin++;  /* never returns */
+}
+"""
+
+
+def build(source: str, *flags: str) -> ctypes.CDLL:
+    """Compile C source into a shared library in a fresh temp folder and load it."""
+    folder = tempfile.mkdtemp()
+    c_path = os.path.join(folder, "kernel.c")
+    so_path = os.path.join(folder, "kernel.so")
+    with open(c_path, "w") as f:
+        f.write(source)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", *flags, c_path, "-o", so_path, "-lm"],
+                   check=True, capture_output=True, text=True)
+    return ctypes.CDLL(so_path)
+
+LIB = build(C_SOURCE)
+LIB.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        LIB.softmax_rows(x.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1])
+        return out

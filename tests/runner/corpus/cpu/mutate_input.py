@@ -1,0 +1,54 @@
+"""Cheat (mutates an input): correct output, but the input is used as scratch and left overwritten."""
+
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+C_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+
+/* Uses the input as scratch space: x is left holding exp(x - max). */
+void softmax_rows(float *x, float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { xr[c] = expf(xr[c] - m); s += xr[c]; }
+        float inv = (float)(1.0 / s);
+        for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv;
+    }
+}
+"""
+
+
+def build(source: str, *flags: str) -> ctypes.CDLL:
+    """Compile C source into a shared library in a fresh temp folder and load it."""
+    folder = tempfile.mkdtemp()
+    c_path = os.path.join(folder, "kernel.c")
+    so_path = os.path.join(folder, "kernel.so")
+    with open(c_path, "w") as f:
+        f.write(source)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", *flags, c_path, "-o", so_path, "-lm"],
+                   check=True, capture_output=True, text=True)
+    return ctypes.CDLL(so_path)
+
+LIB = build(C_SOURCE)
+LIB.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        LIB.softmax_rows(x.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1])
+        return out

@@ -1,0 +1,579 @@
+"""Unit tests of the static checks (runner/checks.py): each cheat class is flagged with a reason
+that names the line and the fix, and the honest fast-path kernels (cupy RawModule on torch's stream,
+C built with the system compiler and loaded with ctypes, load_inline) pass clean."""
+
+import textwrap
+
+import pytest
+
+from runner.checks import check_source
+
+from .corpus import cases, read
+
+SOFTMAX = read("problems/softmax.py")
+LAYERNORM = read("problems/layernorm.py")
+
+LAYERNORM_MODULE_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.ln = nn.LayerNorm(features)
+
+    def forward(self, x):
+        return self.ln(x)
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return [64]
+'''
+
+# A C kernel built with the system compiler, as docs/KERNEL_FORMAT.md describes; {forward} is the
+# body of ModelNew.forward and {extra} more module-level code.
+CTYPES_TEMPLATE = '''
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+SOURCE = "void run(const float *x, float *y, long n) {{ for (long i = 0; i < n; ++i) y[i] = x[i]; }}"
+folder = tempfile.mkdtemp()
+path = os.path.join(folder, "k.c")
+with open(path, "w") as f:
+    f.write(SOURCE)
+subprocess.run(["cc", "-O3", "-shared", "-fPIC", path, "-o", path + ".so"], check=True)
+LIB = ctypes.CDLL(path + ".so")
+LIB.run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+{extra}
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+{forward}
+'''
+
+HONEST_FORWARD = '''\
+x = x.contiguous()
+out = torch.empty_like(x)
+LIB.run(ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()), ctypes.c_long(x.numel()))
+return out
+'''
+
+
+def kernel(forward: str = HONEST_FORWARD, extra: str = "") -> str:
+    return CTYPES_TEMPLATE.format(forward=textwrap.indent(textwrap.dedent(forward), " " * 8),
+                                  extra=textwrap.dedent(extra))
+
+
+def reasons(source: str, **kwargs) -> list[str]:
+    kwargs.setdefault("reference_source", SOFTMAX)
+    return check_source(textwrap.dedent(source), **kwargs)
+
+
+def assert_flagged(source: str, *words: str, **kwargs) -> list[str]:
+    found = reasons(source, **kwargs)
+    assert found, "expected the checks to flag this kernel"
+    text = "\n".join(found)
+    for word in words:
+        assert word in text, f"{word!r} not in:\n{text}"
+    assert all(r.startswith("line ") or "ModelNew" in r or "kernel of its own" in r for r in found)
+    return found
+
+
+# --- honest kernels pass --------------------------------------------------------------------------
+
+def test_honest_ctypes_kernel_is_clean():
+    assert reasons(kernel()) == []
+
+
+@pytest.mark.parametrize("path", ["cpu/honest_softmax.py", "cpu/honest_softmax_openmp.py", "cpu/honest_layernorm.py"])
+def test_honest_corpus_cpu_kernels_are_clean(path):
+    assert check_source(read(path), reference_source=SOFTMAX, device="cpu") == []
+
+
+@pytest.mark.parametrize("path", ["cuda/honest_softmax.py", "cuda/honest_layernorm.py"])
+def test_honest_cupy_kernels_are_clean(path):
+    assert check_source(read(path), reference_source=LAYERNORM, device="cuda") == []
+
+
+def test_honest_load_inline_kernel_is_clean():
+    source = '''
+    import torch
+    import torch.nn as nn
+    from torch.utils.cpp_extension import load_inline
+
+    CPP = """
+    #include <torch/extension.h>
+    torch::Tensor softmax_rows(torch::Tensor x) {
+        auto out = torch::empty_like(x);
+        // ... a hand-written loop over x.data_ptr<float>() ...
+        return out;
+    }
+    """
+    ext = load_inline(name="softmax_rows", cpp_sources=CPP, functions=["softmax_rows"])
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return ext.softmax_rows(x.contiguous())
+    '''
+    assert reasons(source) == []
+
+
+def test_honest_kernel_with_lazy_build_and_kernel_cache_is_clean():
+    source = kernel(forward='''
+        if self.lib is None:
+            self.lib = build()
+        kernel = self.kernels.get(x.dtype)
+        if kernel is None:
+            kernel = self.kernels.setdefault(x.dtype, self.lib.run)
+        assert x.data_ptr() % 16 == 0, "the kernel needs 16-byte aligned rows"
+        rows, cols = x.shape
+        out = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
+        kernel(ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()), ctypes.c_long(rows * cols))
+        return out.view(rows, cols)
+    ''', extra='''
+    def build():
+        return LIB
+    ''')
+    source = source.replace("super().__init__()", "super().__init__()\n        self.lib = None\n        self.kernels = {}")
+    assert reasons(source) == []
+
+
+def test_honest_kernel_keeps_weights_in_nn_module():
+    source = kernel(forward='''
+        out = torch.empty(x.shape[0], self.linear.weight.shape[0])
+        w = self.linear.weight.t().contiguous()
+        LIB.run(x.data_ptr(), w.data_ptr(), out.numel())
+        return out
+    ''').replace("super().__init__()", "super().__init__()\n        self.linear = nn.Linear(4, 4)")
+    assert reasons(source) == []
+
+
+def test_library_calls_allowed_when_the_search_allows_them():
+    source = '''
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=1)
+    '''
+    assert reasons(source, allow_library=True) == []
+    assert_flagged(source, "softmax", "compiles no kernel of its own")
+
+
+# --- structure --------------------------------------------------------------------------------------
+
+def test_syntax_error_gets_a_reason():
+    found = reasons("class ModelNew(:\n    pass\n")
+    assert len(found) == 1 and "not valid Python" in found[0] and found[0].startswith("line 1")
+
+
+def test_missing_model_new():
+    assert_flagged("import torch\nclass Model2(torch.nn.Module):\n    pass\n", "no class ModelNew")
+
+
+def test_missing_forward():
+    assert_flagged("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n", "no forward")
+
+
+def test_forward_that_never_calls_the_kernel():
+    assert_flagged(kernel(forward="return torch.empty_like(x)"), "never calls a compiled kernel")
+
+
+def test_cupy_on_the_cpu_target():
+    source = read("cuda/honest_softmax.py")
+    assert_flagged(source, "cupy on the cpu target", device="cpu")
+
+
+# --- try/except fallback ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fallback", [
+    "return torch.softmax(x, dim=1)",
+    "return F.softmax(x, 1)",
+    "return x.softmax(1)",
+    "return Model()(x)",
+])
+def test_try_except_fallback_to_pytorch(fallback):
+    source = kernel(forward=f'''
+        try:
+            out = torch.empty_like(x)
+            LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+            return out
+        except Exception:
+            {fallback}
+    ''', extra="import torch.nn.functional as F\n")
+    assert_flagged(source, "falls back to PyTorch")
+    assert_flagged(source, "falls back to PyTorch", allow_library=True)
+
+
+def test_module_level_try_without_fallback_is_clean():
+    source = kernel(extra='''
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
+    ''')
+    assert reasons(source) == []
+
+
+# --- monkey-patching ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("patch", [
+    "torch.allclose = lambda *a, **k: True",
+    "torch.testing.assert_close = lambda *a, **k: None",
+    "torch.cuda.synchronize = lambda: None",
+    "torch.Tensor.__eq__ = lambda a, b: True",
+    "setattr(torch, 'allclose', lambda *a, **k: True)",
+    "torch.__dict__['allclose'] = lambda *a, **k: True",
+    "torch.backends.cuda.matmul.allow_tf32 = True",
+    "import time\ntime.perf_counter = lambda: 0.0",
+    "from time import perf_counter\nperf_counter.__call__ = None",
+    "import time as clock\nclock.monotonic_ns = lambda: 0",
+    "import builtins\nbuiltins.abs = lambda v: 0",
+    "import numpy as np\nnp.allclose = lambda *a, **k: True",
+    "t = torch.testing\nt.assert_close = None",
+    "del torch.cuda.Event",
+])
+def test_monkey_patching(patch):
+    assert_flagged(kernel(extra=patch), "monkey-patch")
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("__builtins__['max'] = None", "__builtins__"),
+    ("import sys\nsys.modules['torch.testing'] = None", "sys.modules"),
+    ("os.environ['OMP_NUM_THREADS'] = '64'", "os.environ"),
+    ("os.putenv('OMP_NUM_THREADS', '64')", "os.environ"),
+    ("torch.set_num_threads(64)", "set_num_threads"),
+    ("torch.manual_seed(0)", "manual_seed"),
+    ("import runner", "evaluator"),
+    ("from runner import verify", "evaluator"),
+    ("import unittest.mock", "patches objects"),
+])
+def test_changes_to_global_state(extra, words):
+    assert_flagged(kernel(extra=extra), words)
+
+
+def test_assigning_own_names_and_ctypes_signatures_is_not_patching():
+    source = kernel(extra='''
+    LIB.run.restype = None
+    settings = {"block": 256}
+    settings["block"] = 128
+    ''')
+    assert reasons(source) == []
+
+
+def test_tensor_subclass_and_class_swap():
+    assert_flagged(kernel(extra="class Fake(torch.Tensor):\n    pass\n"), "subclasses torch.Tensor")
+    assert_flagged(kernel(forward="out = torch.empty_like(x)\nout.__class__ = object\nreturn out"), "__class__")
+
+
+# --- threads, processes, streams ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    "import threading",
+    "from threading import Thread",
+    "import _thread",
+    "import multiprocessing",
+    "from concurrent.futures import ThreadPoolExecutor",
+    "import asyncio",
+    "import torch.multiprocessing as mp",
+])
+def test_threads_and_processes(extra):
+    assert_flagged(kernel(extra=extra), "the timer can miss")
+
+
+def test_fork_and_async_torch_work():
+    assert_flagged(kernel(forward="os.fork()\nreturn x"), "os.fork")
+    assert_flagged(kernel(forward="f = torch.jit.fork(LIB.run, 1, 2, 3)\nreturn x"), "asynchronously")
+
+
+@pytest.mark.parametrize("call", [
+    "torch.cuda.Stream()",
+    "cp.cuda.Stream(non_blocking=True)",
+    "cp.cuda.stream.Stream()",
+    "torch.cuda.stream(torch.cuda.Stream())",
+    "cp.cuda.ExternalStream(torch.cuda.default_stream().cuda_stream + 1)",
+])
+def test_side_streams(call):
+    source = f'''
+    import cupy as cp
+    import torch
+    import torch.nn as nn
+
+    KERNEL = cp.RawKernel("extern \\"C\\" __global__ void k() {{}}", "k")
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            with {call}:
+                KERNEL((1,), (1,), ())
+            return torch.empty_like(x)
+    '''
+    assert_flagged(source, "stream", device="cuda")
+
+
+def test_external_stream_of_the_current_stream_is_clean():
+    assert check_source(read("cuda/honest_softmax.py"), reference_source=SOFTMAX, device="cuda") == []
+
+
+@pytest.mark.parametrize("snippet, words", [
+    ("cudaStream_t s; cudaStreamCreate(&s);", "side CUDA stream"),
+    ("auto s = at::cuda::getStreamFromPool();", "side CUDA stream"),
+    ("pthread_t t; pthread_create(&t, 0, work, 0);", "threads or processes"),
+    ("std::thread worker(work);", "threads or processes"),
+    ("#pragma omp parallel for num_threads(64)", "thread count"),
+    ("omp_set_num_threads(64);", "thread count"),
+])
+def test_embedded_source_patterns(snippet, words):
+    source = kernel(extra=f'MORE_SOURCE = """\nvoid run2(float *y) {{\n    {snippet}\n}}\n"""\n')
+    assert_flagged(source, words)
+
+
+def test_plain_openmp_pragma_is_clean():
+    source = kernel(extra='MORE = """\nvoid f(float *y, long n) {\n#pragma omp parallel for\n for (long i = 0; i < n; ++i) y[i] = 0;\n}\n"""\n')
+    assert reasons(source) == []
+
+
+# --- introspection ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, words", [
+    ("import gc", "gc"),
+    ("import inspect", "inspect"),
+    ("import sys\nframe = sys._getframe(1)", "sys._getframe"),
+    ("import sys\nframes = sys._current_frames()", "sys._current_frames"),
+    ("import sys\nsys.settrace(None)", "sys.settrace"),
+    ("def f(frame):\n    return frame.f_back.f_locals", "f_back"),
+    ("def f(tb):\n    return tb.tb_frame.f_globals", "tb_frame"),
+    ("objs = object.__subclasses__()", "__subclasses__"),
+    ("g = build_kernel.__globals__", "__globals__"),
+    ("b = __builtins__", "__builtins__"),
+    ("p = ctypes.pythonapi", "ctypes.pythonapi"),
+    ("v = ctypes.cast(id(torch), ctypes.py_object).value", "ctypes.py_object"),
+    ("ctypes.memmove(1, 2, 3)", "ctypes.memmove"),
+    ("raw = ctypes.string_at(1, 4)", "ctypes.string_at"),
+    ("exec('x = 1')", "exec()"),
+    ("eval('1')", "eval()"),
+    ("m = __import__('gc')", "__import__()"),
+    ("import importlib\nm = importlib.import_module('gc')", "importlib"),
+    ("import signal", "signal"),
+    ("import __main__", "evaluator"),
+    ("t = torch._C._get_tracing_state", "torch._C"),
+])
+def test_introspection(extra, words):
+    source = kernel(extra="def build_kernel():\n    pass\n" + extra)
+    assert_flagged(source, words)
+
+
+# --- the reference's own op and PyTorch compute in forward -------------------------------------------
+
+@pytest.mark.parametrize("forward, words", [
+    ("return torch.softmax(x, dim=1)", "reference's own operation (softmax)"),
+    ("return torch.nn.functional.softmax(x, 1)", "reference's own operation (softmax)"),
+    ("return x.softmax(dim=1)", "reference's own operation (softmax)"),
+    ("return torch.special.softmax(x, 1)", "softmax"),
+])
+def test_reference_op_in_forward(forward, words):
+    assert_flagged(kernel(forward=forward), words)
+
+
+def test_reference_module_called_through_an_nn_module():
+    source = kernel(forward="return self.ln(x)").replace(
+        "super().__init__()", "super().__init__()\n        self.ln = nn.LayerNorm(64)")
+    found = assert_flagged(source, "layernorm", reference_source=LAYERNORM_MODULE_PROBLEM)
+    assert any("self.ln()" in r for r in found)
+
+
+def test_reference_model_itself():
+    assert_flagged(kernel(forward="return Model()(x)"), "reference class Model")
+    assert_flagged(kernel(extra="class Sub(Model):\n    pass\n"), "inherits from the reference Model")
+
+
+@pytest.mark.parametrize("forward, words", [
+    ("return torch.exp(x) / torch.exp(x).sum(1, keepdim=True)", "torch.exp()"),
+    ("return x * 2", "operator *"),
+    ("return -x", "operator -"),
+    ("return x @ x.t()", "operator @"),
+    ("y = x.clone()\nreturn y", ".clone()"),
+    ("out = torch.zeros_like(x)\nreturn out", "torch.zeros_like()"),
+    ("out = torch.empty_like(x)\nout[:] = x\nreturn out", "indexed assignment"),
+    ("out = torch.empty_like(x)\nout += 1\nreturn out", "in-place operator"),
+    ("out = torch.empty_like(x)\nout.copy_(x)\nreturn out", ".copy_()"),
+    ("return torch.where(x > 0, x, x)", "torch.where()"),
+    ("import numpy as np\nreturn torch.from_numpy(np.exp(x.numpy()))", "numpy.exp()"),
+    ("f = torch.compile(lambda t: t)\nreturn f(x)", "torch.compile"),
+])
+def test_pytorch_compute_in_forward(forward, words):
+    found = assert_flagged(kernel(forward=forward), words)
+    assert any("docs/KERNEL_FORMAT.md" in r or "compiler" in r for r in found)
+    assert reasons(kernel(forward=forward), allow_library=True) == []
+
+
+def test_pytorch_compute_in_a_helper_called_from_forward():
+    source = kernel(forward="return self.helper(x)", extra="def compute(t):\n    return t.exp()\n")
+    source = source.replace("class ModelNew(nn.Module):",
+                            "class ModelNew(nn.Module):\n    def helper(self, x):\n        return compute(x)\n")
+    assert_flagged(source, ".exp()")
+
+
+def test_shape_arithmetic_and_views_are_not_compute():
+    source = kernel(forward='''
+        rows, cols = x.shape
+        n = x.numel() * 1
+        blocks = (n + 255) // 256
+        y = x.reshape(rows, cols).transpose(0, 1).contiguous().float()
+        out = torch.empty(cols, rows, dtype=torch.float32)
+        if x.dim() != 2 or x.shape[0] % 4:
+            raise ValueError("expected a 2-D input with rows divisible by 4")
+        LIB.run(y.data_ptr(), out.data_ptr(), blocks)
+        return out.t()
+    ''')
+    assert reasons(source) == []
+
+
+def test_no_kernel_of_its_own():
+    source = '''
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            out = torch.empty_like(x)
+            return out
+    '''
+    assert_flagged(source, "compiles no kernel of its own")
+
+
+# --- caching across calls ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("forward, words", [
+    ("if self.last is not None:\n    return self.last\nout = torch.empty_like(x)\n"
+     "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.last = out\nreturn out", "self.last"),
+    ("key = x.data_ptr()\nif key in self.cache:\n    return self.cache[key]\nout = torch.empty_like(x)\n"
+     "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.cache[key] = out\nreturn out", "self.cache"),
+    ("out = self.cache.get(id(x))\nreturn out", "id()"),
+    ("if x.data_ptr() == self.seen:\n    return self.prev\nreturn x.view(-1)", "self.seen"),
+    ("global RESULTS\nRESULTS = x\nLIB.run(1, 2, 3)\nreturn torch.empty_like(x)", "the global RESULTS"),
+    ("out = torch.empty_like(x)\nLIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nCACHE.append(out)\nreturn out",
+     "CACHE"),
+])
+def test_caching_results_across_calls(forward, words):
+    source = kernel(forward=forward, extra="CACHE = []\nRESULTS = None\n")
+    assert_flagged(source, words)
+
+
+def test_memoizing_decorator():
+    source = kernel(forward="return run(x)", extra='''
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def run(x):
+        out = torch.empty_like(x)
+        LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+        return out
+    ''')
+    assert_flagged(source, "lru_cache")
+
+
+def test_returning_an_input():
+    assert_flagged(kernel(forward="LIB.run(x.data_ptr(), x.data_ptr(), x.numel())\nreturn x"), "returns its input")
+    assert_flagged(kernel(forward="y = x.view(-1)\nLIB.run(1, 2, 3)\nreturn y"), "returns its input")
+
+
+# --- the corpus agrees with the checks --------------------------------------------------------------
+
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c["id"])
+def test_corpus_static_expectations(case):
+    found = check_source(read(case["kernel"]), reference_source=read(case["problem"]), device=case["device"])
+    if case["static"]:
+        assert found, f"{case['id']} ({case['class']}) should be flagged statically"
+    else:
+        assert found == [], f"{case['id']} should pass the static checks (the runtime must judge it): {found}"
+
+
+# --- more honest forms ------------------------------------------------------------------------------
+
+def test_honest_triton_kernel_is_clean():
+    source = '''
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        tl.store(y_ptr + offsets, tl.where(x > 0, x, 0.0) * 1.0, mask=mask)
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            out = torch.empty_like(x)
+            n = x.numel()
+            relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+            return out
+    '''
+    assert reasons(source, device="cuda") == []
+
+
+def test_custom_op_registered_by_the_kernel_is_not_library_compute():
+    assert reasons(kernel(forward="LIB.run(1, 2, 3)\nreturn torch.ops.my_kernels.softmax(x)")) == []
+    assert_flagged(kernel(forward="LIB.run(1, 2, 3)\nreturn torch.ops.aten._softmax(x, 1, False)"), "torch.ops.aten")
+
+
+def test_cupy_elementwise_kernel_built_lazily_is_clean():
+    source = '''
+    import cupy as cp
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.kernel = None
+
+        def forward(self, x):
+            if self.kernel is None:
+                self.kernel = cp.ElementwiseKernel("float32 x", "float32 y", "y = x > 0 ? x : 0", "relu")
+            out = torch.empty_like(x)
+            with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                self.kernel(cp.from_dlpack(x), cp.from_dlpack(out))
+            return out
+    '''
+    assert reasons(source, device="cuda") == []
+
+
+def test_getattr_with_a_computed_name_on_a_module():
+    assert_flagged(kernel(forward="LIB.run(1, 2, 3)\nreturn getattr(torch, 'soft' + 'max')(x, 1)"), "computed name")
+    assert reasons(kernel(extra="restype = getattr(ctypes, 'c_float')\n")) == []
+
+
+def test_every_playbook_kernel_passes_the_checks():
+    """The built-in playbook's kernels are honest: a false positive here would reject them all."""
+    playbook = pytest.importorskip("searches.catalog.playbook")
+    from searches.catalog import PROBLEM_DIR
+
+    rendered = 0
+    for problem_path in sorted(PROBLEM_DIR.glob("*.py")):
+        problem = problem_path.read_text()
+        for family in playbook.families():
+            for target in playbook.TARGETS:
+                for recipe in playbook.recipes(family, target):
+                    for variant in range(len(recipe.variants)):
+                        try:
+                            source = playbook.render(problem, family, target, recipe, variant)
+                        except Exception:  # the family does not fit this problem
+                            continue
+                        rendered += 1
+                        found = check_source(source, reference_source=problem, device=target)
+                        assert found == [], f"{problem_path.name} {family}/{target}/{recipe.slug}/{variant}: {found}"
+    assert rendered >= 20

@@ -1,0 +1,60 @@
+"""CUDA end to end (cupy kernels through NVRTC). Run on a GPU host:
+python3 -m pytest -p no:django -p no:playwright -p no:cacheprovider tests/runner -m gpu"""
+
+import pytest
+
+from runner import bench
+
+from . import sources
+
+pytestmark = pytest.mark.gpu
+
+SOFTMAX = sources.cuda_softmax_problem(256, 4096)
+
+
+def test_cupy_kernel_is_accepted_and_compiles_fast(cuda_pool):
+    result = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=1)
+    assert result["status"] == "correct", result["reason"] + result.get("log", "")
+    assert result["precision"] == "fp32"
+    assert result["compile"]["seconds"] < 1.0
+    assert result["environment"]["cuda"] and result["environment"]["device_name"]
+    assert result["timing"]["median_ms"] > 0
+
+
+def test_bench_kernel_is_accepted_on_the_big_softmax(cuda_pool):
+    result = cuda_pool.evaluate(bench.problem_source("cuda"), bench.kernel_source("cuda"), seed=2)
+    assert result["status"] == "correct", result["reason"] + result.get("log", "")
+    assert result["quarantined"] is False, result["quarantine_reason"]
+
+
+def test_nvrtc_compile_error_is_reported(cuda_pool):
+    result = cuda_pool.evaluate(SOFTMAX, sources.CUPY_COMPILE_ERROR, seed=3)
+    assert result["status"] == "compile_error"
+    assert "not_declared" in result["compile"]["log"]
+
+
+def test_torch_computation_is_rejected_on_cuda(cuda_pool):
+    result = cuda_pool.evaluate(SOFTMAX, sources.SOFTMAX_BY_TORCH, seed=4)
+    assert result["status"] == "rejected"
+
+
+def test_illegal_address_then_the_next_kernel_is_judged_right(cuda_pool):
+    bad = cuda_pool.evaluate(SOFTMAX, sources.CUPY_ILLEGAL_ADDRESS, seed=5)
+    assert bad["status"] in ("runtime_error", "crashed"), bad
+    good = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=5)
+    assert good["status"] == "correct", good["reason"]
+
+
+def test_spinning_kernel_times_out_then_the_next_kernel_is_judged_right(cuda_pool):
+    spin = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SPIN, seed=6, timeout=20)
+    assert spin["status"] == "timeout"
+    good = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=6)
+    assert good["status"] == "correct", good["reason"]
+
+
+def test_work_on_a_side_stream_is_caught(cuda_pool):
+    side = bench.kernel_source("cuda").replace(
+        "with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):",
+        "with SIDE:").replace("class ModelNew", "SIDE = cupy.cuda.Stream(non_blocking=True)\n\n\nclass ModelNew")
+    result = cuda_pool.evaluate(bench.problem_source("cuda"), side, seed=7)
+    assert result["status"] in ("rejected", "incorrect"), result

@@ -1,0 +1,69 @@
+"""Settings as a deployment sees them, each in a fresh process: production checks and the
+embedded SQLite defaults."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage(tmp_path, *args, **env):
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    clean.update({"KERNELLAB_DATA_DIR": str(tmp_path), "SQLITE_PATH": str(tmp_path / "db.sqlite3"), **env})
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
+
+
+def production(**extra):
+    return {"KERNELLAB_PRODUCTION": "1", "SECRET_KEY": secrets.token_urlsafe(64),
+            "ALLOWED_HOSTS": "kernellab.example.com", **extra}
+
+
+def test_check_deploy_in_production_reports_nothing(tmp_path):
+    done = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout
+
+
+def test_check_deploy_notices_a_weak_secret_key(tmp_path):
+    # The same check catches real problems: a short key is reported at warning level.
+    done = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production(SECRET_KEY="short"))
+    assert done.returncode != 0
+    assert "security.W009" in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "missing, message",
+    [("SECRET_KEY", "SECRET_KEY is not set"), ("ALLOWED_HOSTS", "ALLOWED_HOSTS is not set")],
+)
+def test_production_refuses_to_start_without(tmp_path, missing, message):
+    env = production()
+    del env[missing]
+    done = manage(tmp_path, "check", **env)
+    assert done.returncode != 0
+    assert message in done.stderr
+
+
+def test_production_turns_debug_off_and_cookies_secure(tmp_path):
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS > 0)"
+    )
+    done = manage(tmp_path, "shell", "--no-imports", "-c", code, **production())
+    assert done.stdout.split() == ["False", "True", "True", "True", "True"], done.stderr
+
+
+def test_embedded_sqlite_uses_wal_and_a_busy_timeout(tmp_path):
+    code = (
+        "from django.db import connection; c = connection.cursor(); "
+        "print(c.execute('PRAGMA journal_mode').fetchone()[0], c.execute('PRAGMA busy_timeout').fetchone()[0])"
+    )
+    done = manage(tmp_path, "shell", "--no-imports", "-c", code)
+    assert done.stdout.split() == ["wal", "30000"], done.stderr
+    assert (tmp_path / "db.sqlite3").exists()
