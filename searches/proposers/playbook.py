@@ -61,15 +61,18 @@ class PlaybookProposer(Proposer):
 
     def _kernel(self, problem, recipe, variant, what):
         count = len(recipe.variants)
-        label = f"playbook: {problem.family}/{problem.device}/{recipe.slug} variant {variant % count}"
+        label = f"playbook: {problem.family}/{problem.device}/{recipe.slug} variant {variant}"
+        if variant >= count:  # an empty proposal is recorded as "no code" rather than a duplicate evaluation
+            note = f"The playbook has {count} variant(s) of {recipe.title!r}; variant {variant + 1} was not written."
+            return KernelProposal(source="", name=f"{recipe.slug}-v{variant}", note=note), _exchange(label, note)
         try:
             source = book.render(problem.source, problem.family, problem.device, recipe, variant)
         except book.ReadError as error:
             raise ProposerError(f"The built-in playbook could not read this {problem.family} problem: {error}. "
                                 "Choose the Anthropic proposer.", _exchange(label, str(error))) from error
-        name = f"{recipe.slug}-v{variant % count}"
-        note = recipe.title if variant < count else f"{recipe.title} (only {count} variants: repeats {variant % count})"
-        return KernelProposal(source=source, name=name, note=note), _exchange(f"{label} ({what})", source)
+        reply = f"{recipe.title}.\n\n{recipe.description}\n\nParameters: {recipe.variants[variant] or 'none'}."
+        proposal = KernelProposal(source=source, name=f"{recipe.slug}-v{variant}", note=recipe.title)
+        return proposal, _exchange(f"{label} ({what})", reply)
 
 
 def _norm(title: str) -> str:

@@ -27,7 +27,8 @@ def all_kernels(problem_context, variants="first"):
     yield "start", start.source
     ideas, _ = proposer.ideas(problem_context, PARENT, [], 99)
     for idea in ideas:
-        recipe = next(r for r in playbook.recipes(problem_context.family, problem_context.device) if r.title == idea.title)
+        recipes = playbook.recipes(problem_context.family, problem_context.device)
+        recipe = next(r for r in recipes if r.title == idea.title)
         for variant in range(1 if variants == "first" else len(recipe.variants)):
             proposal, _ = proposer.kernel(problem_context, PARENT, idea, variant)
             yield f"{recipe.slug} v{variant}", proposal.source
@@ -184,6 +185,16 @@ def test_variants_are_distinct_deterministic_and_labelled(family, device):
         assert "class ModelNew" in again.source
 
 
+def test_a_variant_beyond_the_playbook_is_an_empty_proposal_not_a_duplicate():
+    problem_context = context(catalog.get("softmax-cpu"))
+    proposer = PlaybookProposer()
+    idea = proposer.ideas(problem_context, PARENT, [], 1)[0][0]
+    count = len(next(r for r in playbook.recipes("softmax", "cpu") if r.title == idea.title).variants)
+    proposal, exchange = proposer.kernel(problem_context, PARENT, idea, count)
+    assert proposal.source == "" and f"has {count} variant(s)" in proposal.note
+    assert exchange.input_tokens == 0
+
+
 def test_unknown_family_asks_for_the_anthropic_proposer():
     problem_context = context(source="class Model: pass", family="attention")
     with pytest.raises(ProposerError, match="knows softmax, layernorm.*family is attention: choose the Anthropic"):
@@ -215,3 +226,19 @@ def test_an_op_the_playbook_cannot_translate_is_a_clear_error():
     """
     with pytest.raises(ProposerError, match="no elementwise translation for 'torch.special.i0"):
         PlaybookProposer().starting_kernel(context(source=source, family="elementwise"))
+
+
+@pytest.fixture(scope="module")
+def cuda_pool():
+    runner = pytest.importorskip("runner")
+    with runner.Pool(device="cuda", size=1) as pool:
+        yield pool
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", CPU_PROBLEMS, ids=lambda p: p.key)
+def test_cuda_kernels_are_correct_on_the_small_problems(cuda_pool, problem):
+    """The CUDA playbook on the CPU-sized problems (the sources are device-agnostic), through the
+    runner's CUDA sandbox; full sizes and timings are scripts/gpu_playbook_check.py's business."""
+    problem_context = ProblemContext(name=problem.name, source=problem.source, device="cuda", family=problem.family)
+    assert_all_correct(cuda_pool, problem.source, all_kernels(problem_context))

@@ -76,7 +76,8 @@ return y
 
 
 def forward_conv_pool(facts: dict, launch: str) -> str:
-    return _FORWARD_CONV.format(bind_input=bind('x', facts['input']), **facts) + _FORWARD_POOL.format(pool=", ".join(facts["pool"])) + f"""
+    pool = _FORWARD_POOL.format(pool=", ".join(facts["pool"]))
+    return _FORWARD_CONV.format(bind_input=bind('x', facts['input']), **facts) + pool + f"""
 conv_out = torch.empty((nb, cout, oh, ow), dtype=torch.float32, device=x.device)
 y = torch.empty((nb, cout, poh, pow_), dtype=torch.float32, device=x.device)
 if y.numel():
@@ -152,7 +153,9 @@ static void pool_plane(const float* in, float* out, i64 OH, i64 OW, i64 PH_, i64
 }
 
 void conv2d(const float* x, const float* w, const float* bias, float* out, GEOMETRY) {
-#if PARALLEL
+#if PARALLEL && DYNAMIC
+    #pragma omp parallel for collapse(2) schedule(dynamic)
+#elif PARALLEL
     #pragma omp parallel for collapse(2) schedule(static)
 #endif
     for (i64 n = 0; n < N; ++n)
@@ -165,7 +168,9 @@ void conv2d(const float* x, const float* w, const float* bias, float* out, GEOME
    while it is still in cache. */
 void conv_relu_pool(const float* x, const float* w, const float* bias, float* scratch, float* out, GEOMETRY,
                     i64 QH, i64 QW, i64 QSH, i64 QSW, i64 QPH, i64 QPW, i64 POH, i64 POW) {
-#if PARALLEL
+#if PARALLEL && DYNAMIC
+    #pragma omp parallel for collapse(2) schedule(dynamic)
+#elif PARALLEL
     #pragma omp parallel for collapse(2) schedule(static)
 #endif
     for (i64 n = 0; n < N; ++n)
@@ -194,18 +199,21 @@ def _cpu_recipes(render, relu):
     return (
         Recipe("naive", "Naive direct convolution (seven nested loops)",
                "The straightforward translation: for every output pixel, sum input x weight over channels and the "
-               "kernel window in double, testing the bounds of each tap." + (" Then ReLU and a max-pool pass." if relu else ""),
-               ({**base, "mode": 0, "parallel": 0},), render),
+               "kernel window in double, testing the bounds of each tap."
+               + (" Then ReLU and a max-pool pass." if relu else ""),
+               ({**base, "mode": 0, "parallel": 0, "dynamic": 0},), render),
         Recipe("hoisted_openmp", "Taps outside, pixels inside with hoisted bounds, OpenMP over output planes",
                "Turn the loops inside out: for each weight tap, stream a branch-free row of output pixels (the "
                "valid range computed once per row), which the compiler vectorises; (batch, out-channel) planes "
                "go to different cores." + (" Each plane is pooled right after it is computed, while it is hot "
                                            "in cache." if relu else ""),
-               ({**base, "mode": 1, "parallel": 1}, {**base, "mode": 1, "parallel": 0}), render),
+               ({**base, "mode": 1, "parallel": 1, "dynamic": 0}, {**base, "mode": 1, "parallel": 0, "dynamic": 0}),
+               render),
         Recipe("openmp_naive", "OpenMP over output planes, direct loops",
                "Keep the direct loops but split (batch, out-channel) planes across cores with a collapsed "
-               "parallel for.",
-               ({**base, "mode": 0, "parallel": 1},), render),
+               "parallel for, statically or dynamically scheduled (planes at the border do less work).",
+               ({**base, "mode": 0, "parallel": 1, "dynamic": 0}, {**base, "mode": 0, "parallel": 1, "dynamic": 1}),
+               render),
     )
 
 
@@ -225,7 +233,8 @@ extern "C" __global__ void conv_direct(const float* __restrict__ x, const float*
             if (ih < 0 || ih >= H) continue;
             for (i64 kw = 0; kw < KW; ++kw) {
                 i64 iw = ow * SW - PW + kw * DW;
-                if (iw >= 0 && iw < W) s = fmaf(x[((n * C + c) * H + ih) * W + iw], w[((oc * C + c) * KH + kh) * KW + kw], s);
+                if (iw >= 0 && iw < W)
+                    s = fmaf(x[((n * C + c) * H + ih) * W + iw], w[((oc * C + c) * KH + kh) * KW + kw], s);
             }
         }
     out[idx] = RELU && s < 0.0f ? 0.0f : s;
@@ -351,8 +360,10 @@ def _cuda_gemm(params):
     pool = params["relu"]
     out = "conv_out" if pool else "y"
     threads = (params["bm"] // params["tm"]) * (params["bn"] // params["tn"])
-    launch = (f"_launch('conv_gemm', ((cout + {params['bn'] - 1}) // {params['bn']}, (nb * oh * ow + {params['bm'] - 1}) // {params['bm']}), "
-              f"({threads},), _ptr(x), _ptr(weight), _ptr(bias), _ptr({out}), *geometry)") + (_POOL_LAUNCH if pool else "")
+    bm, bn = params["bm"], params["bn"]
+    grid = f"((cout + {bn - 1}) // {bn}, (nb * oh * ow + {bm - 1}) // {bm})"
+    launch = (f"_launch('conv_gemm', {grid}, ({threads},), _ptr(x), _ptr(weight), _ptr(bias), _ptr({out}), "
+              "*geometry)") + (_POOL_LAUNCH if pool else "")
     core = GEMM_CORE.replace("gn < N", "gn < Ncols")
     return Parts(_cu_source(_CU_IMPLICIT + core, pool), launch,
                  kernels=("conv_gemm",) + (("max_pool",) if pool else ()))
@@ -365,8 +376,8 @@ def _cuda_oc_blocked(params):
     launch = f"""
 shared = {ocb} * cin * kh * kw * 4
 if shared <= _SHARED_LIMIT:
-    _launch('conv_ocb', ((oh * ow + {pix - 1}) // {pix}, (cout + {ocb - 1}) // {ocb}, nb), ({pix},), _ptr(x), _ptr(weight),
-            _ptr(bias), _ptr({out}), *geometry, shared=shared)
+    _launch('conv_ocb', ((oh * ow + {pix - 1}) // {pix}, (cout + {ocb - 1}) // {ocb}, nb), ({pix},), _ptr(x),
+            _ptr(weight), _ptr(bias), _ptr({out}), *geometry, shared=shared)
 else:
     _launch('conv_gemm', ((cout + 95) // 96, (nb * oh * ow + 127) // 128), (256,), _ptr(x), _ptr(weight), _ptr(bias),
             _ptr({out}), *geometry)""" + (_POOL_LAUNCH if pool else "")
@@ -386,7 +397,8 @@ def _cuda_recipes(relu):
                "The straightforward kernel: each thread loops over input channels and the kernel window for one "
                "output value." + (" ReLU fused into the store, then a max-pool kernel." if relu else ""),
                ({"relu": relu},), _cuda_direct),
-        Recipe("direct_oc_blocked", "Direct convolution blocked over output channels, weights broadcast from shared memory",
+        Recipe("direct_oc_blocked",
+               "Direct convolution blocked over output channels, weights broadcast from shared memory",
                "With few input channels and a large kernel window (K = C x KH x KW taps), the gather of an implicit "
                "GEMM costs more than its FMAs. Instead a block keeps the weights of OCB output channels in shared "
                "memory, laid out tap-major so all threads read the same float4 (a broadcast), and each thread owns "

@@ -10,14 +10,16 @@ from .reading import ReadError
 # name -> (arity after the tensor, C template using {a} and {b}, {c} for extra arguments, defaults)
 _FUNCTIONS = {
     "relu": ("relu_f({a})", ()), "sigmoid": ("sigmoid_f({a})", ()), "tanh": ("tanhf({a})", ()),
-    "exp": ("expf({a})", ()), "log": ("logf({a})", ()), "sqrt": ("sqrtf({a})", ()), "rsqrt": ("(1.0f / sqrtf({a}))", ()),
+    "exp": ("expf({a})", ()), "log": ("logf({a})", ()), "sqrt": ("sqrtf({a})", ()),
+    "rsqrt": ("(1.0f / sqrtf({a}))", ()),
     "abs": ("fabsf({a})", ()), "sin": ("sinf({a})", ()), "cos": ("cosf({a})", ()), "erf": ("erff({a})", ()),
     "neg": ("(-{a})", ()), "square": ("(({a}) * ({a}))", ()), "silu": ("silu_f({a})", ()),
     "gelu": (None, ()), "softplus": ("softplus_f({a}, {b}, {c})", (1.0, 20.0)),
     "elu": ("elu_f({a}, {b})", (1.0,)), "leaky_relu": ("leaky_f({a}, {b})", (0.01,)),
     "hardtanh": ("clamp_f({a}, {b}, {c})", (-1.0, 1.0)), "clamp": ("clamp_f({a}, {b}, {c})", (None, None)),
     "clip": ("clamp_f({a}, {b}, {c})", (None, None)), "hardsigmoid": ("clamp_f(({a}) / 6.0f + 0.5f, 0.0f, 1.0f)", ()),
-    "hardswish": ("(({a}) * clamp_f(({a}) / 6.0f + 0.5f, 0.0f, 1.0f))", ()), "mish": ("(({a}) * tanhf(softplus_f({a}, 1.0f, 20.0f)))", ()),
+    "hardswish": ("(({a}) * clamp_f(({a}) / 6.0f + 0.5f, 0.0f, 1.0f))", ()),
+    "mish": ("(({a}) * tanhf(softplus_f({a}, 1.0f, 20.0f)))", ()),
     "selu": ("(1.0507009873554805f * elu_f({a}, 1.6732632423543772f))", ()),
 }
 _KEYWORDS = {"softplus": ("beta", "threshold"), "elu": ("alpha",), "leaky_relu": ("negative_slope",),
@@ -120,7 +122,8 @@ def read(shape) -> dict:
     for statement in shape.forward.body:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
             continue
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
             target = statement.targets[0].id
             value = translator.expr(statement.value)
             if target == shape.first_input:
@@ -180,12 +183,9 @@ CPU = (
            ({"parallel": 0, "simd": 0},), _cpu),
     Recipe("openmp_simd", "OpenMP across cores with SIMD inside each thread's range",
            "Elementwise work is embarrassingly parallel: `omp parallel for simd` splits the array across cores in "
-           "contiguous ranges (good for prefetching) and asks for vector lanes within each.",
-           ({"parallel": 1, "simd": 1},), _cpu),
-    Recipe("simd", "Vectorised loop (omp simd, -O3 -march=native)",
-           "One thread, but let the compiler emit AVX lanes for the expression (libm calls that have no vector "
-           "form stay scalar).",
-           ({"parallel": 0, "simd": 1},), _cpu),
+           "contiguous ranges (good for prefetching) and asks for vector lanes within each (libm calls without a "
+           "vector form stay scalar). The second variant keeps one thread and only vectorises.",
+           ({"parallel": 1, "simd": 1}, {"parallel": 0, "simd": 1}), _cpu),
 )
 
 # -- CUDA ----------------------------------------------------------------------------------
@@ -204,7 +204,8 @@ extern "C" __global__ void ew_vec4(const float* __restrict__ x, float* __restric
     for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n4; base += stride * UNROLL) {
         float4 v[UNROLL];
         #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) if (base + u * stride < n4) v[u] = STREAM ? __ldcs(x4 + base + u * stride) : x4[base + u * stride];
+        for (int u = 0; u < UNROLL; ++u)
+            if (base + u * stride < n4) v[u] = STREAM ? __ldcs(x4 + base + u * stride) : x4[base + u * stride];
         #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (base + u * stride >= n4) continue;
@@ -218,6 +219,7 @@ extern "C" __global__ void ew_vec4(const float* __restrict__ x, float* __restric
 
 
 def _cuda(params):
+    per_block = params.get("block", 1) * params["unroll"]
     if params["kernel"] == "ew_naive":
         launch = "_launch('ew_naive', ((n + 255) // 256,), (256,), _ptr(x), _ptr(y), _n(n))"
     else:
@@ -226,7 +228,7 @@ if x.data_ptr() % 16 or y.data_ptr() % 16:
     _launch('ew_naive', ((n + 255) // 256,), (256,), _ptr(x), _ptr(y), _n(n))
 else:
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    _launch('ew_vec4', (min(sms * {params['waves']}, (n // 4 + {params['block'] * params['unroll'] - 1}) // {params['block'] * params['unroll']}),),
+    _launch('ew_vec4', (min(sms * {params['waves']}, (n // 4 + {per_block - 1}) // {per_block}),),
             ({params['block']},), _ptr(x), _ptr(y), _n(n))"""
     return Parts(_CU, launch, kernels=("ew_naive", "ew_vec4"))
 

@@ -43,7 +43,8 @@ elif a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0]:
     N = b.shape[2]
     out_shape, sa, sb, sc = (batch, M, N), M * K, K * N, M * N
 else:
-    raise ValueError(f"this kernel multiplies (..., M, K) @ (K, N) or (B, M, K) @ (B, K, N), not {{tuple(a.shape)}} @ {{tuple(b.shape)}}")
+    raise ValueError("this kernel multiplies (..., M, K) @ (K, N) or (B, M, K) @ (B, K, N), "
+                     f"not {{tuple(a.shape)}} @ {{tuple(b.shape)}}")
 if b.shape[-2] != K:
     raise ValueError(f"inner dimensions differ: {{tuple(a.shape)}} @ {{tuple(b.shape)}}")
 c = torch.empty(out_shape, dtype=torch.float32, device=a.device)
@@ -252,12 +253,13 @@ extern "C" __global__ void mm_smem(const float* __restrict__ A, const float* __r
 # 3xTF32 on tensor cores: each fp32 operand is split into a TF32 "big" part and the TF32 rounding of
 # the remainder; big*big + big*small + small*big recovers about 22 bits of each product, so the
 # result keeps fp32 accuracy while the multiplies run on mma.sync (m16n8k8, fp32 accumulate).
-# Block tile 128 x 128 x 16, 8 warps of 64 x 32, tiles double-buffered through registers.
+# Block tile 128 x 128 x XBK (16 or 8), 8 warps of 64 x 32, tiles double-buffered through registers.
 # Needs K % 4 == 0 and N % 4 == 0 (float4 loads); forward falls back to mm_tiled otherwise.
 _CU_TF32X3 = r"""
 #define XBM 128
 #define XBN 128
-#define XBK 16
+#define A_F4 (XBM * XBK / 4 / 256)
+#define B_F4 (XBK * XBN / 4 / 256)
 __device__ __forceinline__ unsigned to_tf32(float x) {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -290,22 +292,30 @@ extern "C" __global__ void __launch_bounds__(256) mm_tf32x3(const float* __restr
         for (int j = 0; j < 4; ++j)
             #pragma unroll
             for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
-    float4 ra[2], rb[2];
+    float4 ra[A_F4], rb[B_F4];
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     auto fetch = [&](i64 k0) {
         #pragma unroll
-        for (int u = 0; u < 2; ++u) {
-            int e = tid + u * 256, ar = e >> 2, ac = (e & 3) * 4, br = e >> 5, bc = (e & 31) * 4;
+        for (int u = 0; u < A_F4; ++u) {
+            int e = tid + u * 256, ar = e / (XBK / 4), ac = (e % (XBK / 4)) * 4;
             ra[u] = (m0 + ar < M && k0 + ac < K) ? *reinterpret_cast<const float4*>(A + (m0 + ar) * K + k0 + ac) : zero;
+        }
+        #pragma unroll
+        for (int u = 0; u < B_F4; ++u) {
+            int e = tid + u * 256, br = e / (XBN / 4), bc = (e % (XBN / 4)) * 4;
             rb[u] = (k0 + br < K && n0 + bc < N) ? *reinterpret_cast<const float4*>(B + (k0 + br) * N + n0 + bc) : zero;
         }
     };
     auto stash = [&](int buf) {
         #pragma unroll
-        for (int u = 0; u < 2; ++u) {
+        for (int u = 0; u < A_F4; ++u) {
             int e = tid + u * 256;
-            *reinterpret_cast<float4*>(&As[buf][e >> 2][(e & 3) * 4]) = ra[u];
-            *reinterpret_cast<float4*>(&Bs[buf][e >> 5][(e & 31) * 4]) = rb[u];
+            *reinterpret_cast<float4*>(&As[buf][e / (XBK / 4)][(e % (XBK / 4)) * 4]) = ra[u];
+        }
+        #pragma unroll
+        for (int u = 0; u < B_F4; ++u) {
+            int e = tid + u * 256;
+            *reinterpret_cast<float4*>(&Bs[buf][e / (XBN / 4)][(e % (XBN / 4)) * 4]) = rb[u];
         }
     };
     const i64 tiles = (K + XBK - 1) / XBK;
@@ -356,7 +366,8 @@ extern "C" __global__ void __launch_bounds__(256) mm_tf32x3(const float* __restr
             i64 row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
             if (col >= N) continue;
             if (row < M) *reinterpret_cast<float2*>(C + row * N + col) = make_float2(acc[i][j][0], acc[i][j][1]);
-            if (row + 8 < M) *reinterpret_cast<float2*>(C + (row + 8) * N + col) = make_float2(acc[i][j][2], acc[i][j][3]);
+            if (row + 8 < M)
+                *reinterpret_cast<float2*>(C + (row + 8) * N + col) = make_float2(acc[i][j][2], acc[i][j][3]);
         }
 }
 """
@@ -380,14 +391,16 @@ _ARGS = "_ptr(a), _ptr(b), _ptr(c), _n(M), _n(N), _n(K), _n(sa), _n(sb), _n(sc)"
 
 def _cuda_simple(params):
     tile, name = params["tile"], params["kernel"]
-    launch = f"_launch('{name}', ((N + {tile - 1}) // {tile}, (M + {tile - 1}) // {tile}, batch), ({tile}, {tile}), {_ARGS})"
+    grid = f"((N + {tile - 1}) // {tile}, (M + {tile - 1}) // {tile}, batch)"
+    launch = f"_launch('{name}', {grid}, ({tile}, {tile}), {_ARGS})"
     return Parts(_CU_NAIVE, launch, kernels=(name,))
 
 
 def _cuda_gemm(params):
     threads = (params["bm"] // params["tm"]) * (params["bn"] // params["tn"])
-    launch = (f"_launch('mm_tiled', ((N + {params['bn'] - 1}) // {params['bn']}, (M + {params['bm'] - 1}) // {params['bm']}, batch), ({threads},), "
-              f"{_ARGS})")
+    bm, bn = params["bm"], params["bn"]
+    grid = f"((N + {bn - 1}) // {bn}, (M + {bm - 1}) // {bm}, batch)"
+    launch = f"_launch('mm_tiled', {grid}, ({threads},), {_ARGS})"
     return Parts(_CU_MATMUL_MACROS + GEMM_CORE, launch, kernels=("mm_tiled",))
 
 
@@ -404,7 +417,8 @@ CUDA = (
            "Keep two shared-memory stages: while the warps multiply the current BK slice, the next slice's global "
            "loads are already in flight into registers, then stored into the other stage; one barrier per "
            "slice instead of two.",
-           (gemm_variant(128, 128, 8, 8, 8, 1), gemm_variant(128, 128, 16, 8, 8, 1), gemm_variant(128, 64, 16, 8, 4, 1)),
+           (gemm_variant(128, 128, 8, 8, 8, 1), gemm_variant(128, 128, 16, 8, 8, 1),
+            gemm_variant(128, 64, 16, 8, 4, 1)),
            _cuda_gemm),
     Recipe("register_blocking", "2D register blocking: 128x128 block tiles, 8x8 outputs per thread",
            "Raise arithmetic intensity: a block computes a BM x BN tile of C, each thread a TM x TN sub-tile held "
@@ -421,9 +435,10 @@ CUDA = (
            "high part and a TF32 remainder and summing three tensor-core products (hi*hi + hi*lo + lo*hi) keeps "
            "about 22 bits per product, at several times the FP32 FMA rate. Tensor cores accumulate with round-toward-"
            "zero, so each k-step's three products are summed from zero and added to the fp32 total outside the "
-           "tensor core. 128x128x16 block tiles, eight warps of 64x32 issuing mma.sync m16n8k8, register-staged "
+           "tensor core. 128x128x16 (or x8) block tiles, eight warps of 64x32 issuing mma.sync m16n8k8, "
+           "register-staged "
            "double buffering.",
-           ({},), _cuda_tf32x3),
+           ({"xbk": 16}, {"xbk": 8}), _cuda_tf32x3),
 )
 
 FAMILIES = (Family("matmul", read, forward, {"cpu": CPU, "cuda": CUDA}),)

@@ -203,7 +203,8 @@ extern "C" __global__ void reduce_tiled(const float* __restrict__ x, float* __re
 
 def _cuda(params):
     if params["kernel"] == "naive":
-        launch = "_launch('reduce_naive', ((outer * inner + 255) // 256,), (256,), _ptr(x), _ptr(y), _n(outer), _n(r), _n(inner))"
+        launch = ("_launch('reduce_naive', ((outer * inner + 255) // 256,), (256,), _ptr(x), _ptr(y), _n(outer), "
+                  "_n(r), _n(inner))")
     else:
         ry = params["ry"]
         launch = (f"grid = outer if inner == 1 else outer * ((inner + 31) // 32)\n"

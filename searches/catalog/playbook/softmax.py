@@ -127,7 +127,8 @@ CPU = (
     Recipe("openmp_rows", "OpenMP over rows with SIMD passes and a vectorisable polynomial exp",
            "Rows are independent, so split them across cores with `#pragma omp parallel for`; inside a row the "
            "max and the sum are SIMD reductions and exp is an inline Cody-Waite polynomial (about 2 ulp) that the "
-           "compiler vectorises, unlike libm's expf. Variants store the exponentials and rescale them, or recompute them.",
+           "compiler vectorises, unlike libm's expf. Variants store the exponentials and rescale them, or "
+           "recompute them.",
            ({"parallel": 1, "store_exp": 1, "online": 0, "chunk": 0},
             {"parallel": 1, "store_exp": 0, "online": 0, "chunk": 0}), _cpu(_C_FAST)),
     Recipe("simd_passes", "Vectorised passes with -O3 auto-vectorisation and an inline polynomial exp",
