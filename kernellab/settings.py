@@ -52,7 +52,6 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 DATA_DIR = Path(env_str("KERNELLAB_DATA_DIR", str(BASE_DIR / "var")))
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

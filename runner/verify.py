@@ -243,8 +243,11 @@ class LaunchCounter:
                 return raw_kernel.__call__(self, *args, **kwargs)
 
         class CountedFunction:
+            """Counts launches; attribute reads and writes (e.g. max_dynamic_shared_size_bytes
+            for opt-in shared memory) go to the real kernel."""
+
             def __init__(self, function):
-                self._function = function
+                object.__setattr__(self, "_function", function)
 
             def __call__(self, *args, **kwargs):
                 counter.count()
@@ -252,6 +255,9 @@ class LaunchCounter:
 
             def __getattr__(self, name):
                 return getattr(self._function, name)
+
+            def __setattr__(self, name, value):
+                setattr(self._function, name, value)
 
         class CountedRawModule(raw_module):
             def get_function(self, name):

@@ -58,3 +58,15 @@ def test_work_on_a_side_stream_is_caught(cuda_pool):
         "with SIDE:").replace("class ModelNew", "SIDE = cupy.cuda.Stream(non_blocking=True)\n\n\nclass ModelNew")
     result = cuda_pool.evaluate(bench.problem_source("cuda"), side, seed=7)
     assert result["status"] in ("rejected", "incorrect"), result
+
+
+def test_kernel_opting_in_to_large_shared_memory_is_accepted(cuda_pool):
+    """Launch counting wraps cupy functions; attribute writes such as the opt-in to more than
+    48 KB of dynamic shared memory must still reach the real kernel."""
+    big_shared = sources.CUPY_SOFTMAX_KERNEL.replace(
+        '.get_function("softmax_rows")',
+        '.get_function("softmax_rows")\nKERNEL.max_dynamic_shared_size_bytes = 96 * 1024',
+    ).replace("cupy.int64(x.shape[1])))", "cupy.int64(x.shape[1])), shared_mem=96 * 1024)")
+    assert "shared_mem=96 * 1024" in big_shared
+    result = cuda_pool.evaluate(SOFTMAX, big_shared, seed=8)
+    assert result["status"] == "correct", result["reason"] + result.get("log", "")
