@@ -520,7 +520,21 @@ def _set_status(search_id: int, status: str, stop_reason: str | None = None) -> 
 
 
 def _finish(search_id: int, status: str, stop_reason: str) -> None:
-    _set_status(search_id, status, stop_reason)
+    with transaction.atomic():
+        _set_status(search_id, status, stop_reason)
+        if status == Search.Status.COMPLETED:
+            _recheck_elites(search_id)
+
+
+def _recheck_elites(search_id: int) -> None:
+    """Queue a verified rerun (fresh process, new seed) of the search's fastest correct kernels,
+    quarantined ones included: their badge, or their way into the ranking, depends on it."""
+    from . import services  # services imports this module
+
+    elites = (Kernel.objects.filter(search_id=search_id, status=Verdict.CORRECT, median_ms__isnull=False)
+              .exclude(origin=Kernel.Origin.FORK).order_by("median_ms")[:settings.ELITE_RECHECKS])
+    for kernel in elites:
+        services.kernel_request_rerun(kernel=kernel, user=None)
 
 
 def _fail_search(search_id: int, reason: str) -> None:

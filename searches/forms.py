@@ -1,13 +1,12 @@
-from django import forms  # noqa: F401
+from pathlib import PurePath
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from .models import Device, Search
+from .problem_checks import check_problem_source, model_docstring, size_error
 
 # === problems ===========================================================================
-
-from pathlib import PurePath  # noqa: E402
-
-from django.core.exceptions import ValidationError  # noqa: E402
-
-from .models import Device  # noqa: E402
-from .problem_checks import check_problem_source, model_docstring, size_error  # noqa: E402
 
 
 class ProblemForm(forms.Form):
@@ -104,14 +103,13 @@ class ProblemCreateForm(ProblemForm):
 
 
 # === searches, kernels, ideas, sharing ==================================================
-from .models import Search as _Search  # noqa: E402
 
 
 class SearchStartForm(forms.Form):
     """The knobs of one search: proposer, the method's R/B/I/K, budgets and device."""
 
     name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
-    proposer = forms.ChoiceField(choices=_Search.Proposer.choices, initial=_Search.Proposer.PLAYBOOK)
+    proposer = forms.ChoiceField(choices=Search.Proposer.choices, initial=Search.Proposer.PLAYBOOK)
     model = forms.CharField(max_length=100, required=False, label="Model",
                             help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
     device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)

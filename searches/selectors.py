@@ -1,14 +1,19 @@
 """Reads: the queries behind pages, exports and the engine. No writes here."""
 
+import hashlib
+import os
+import uuid
+from collections import defaultdict
+from datetime import timedelta
+
+from django.db.models import Count, IntegerField, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .models import BenchmarkRun, Device, EvaluationJob, Idea, Kernel, Problem, Search, ShareLink, Verdict, Worker
+
 # === problems ===========================================================================
 
-from datetime import timedelta  # noqa: E402
-
-from django.db.models import Count, IntegerField, OuterRef, Subquery  # noqa: E402
-from django.db.models.functions import Coalesce  # noqa: E402
-from django.utils import timezone  # noqa: E402
-
-from .models import Device, EvaluationJob, Problem, Search, Worker  # noqa: E402
 
 WORKER_SEEN_WITHIN = timedelta(minutes=2)
 
@@ -93,18 +98,12 @@ def problem_validation_state(problem: Problem) -> dict:
 
 # === searches ===========================================================================
 
-import os as _os  # noqa: E402
-import uuid as _uuid  # noqa: E402
-
-from .models import Kernel as _SearchKernel  # noqa: E402
-from .models import Verdict as _SearchVerdict  # noqa: E402
-
 
 def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str) -> str:
     """Why `proposer` cannot run a search on `problem` for `device`, or "" when it can.
     The key is checked in this process's environment; the task worker needs it too."""
     if proposer == Search.Proposer.ANTHROPIC:
-        if not _os.environ.get("ANTHROPIC_API_KEY"):
+        if not os.environ.get("ANTHROPIC_API_KEY"):
             return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the web "
                     "server and the task worker (qcluster), then restart them. Without a key, use the built-in playbook.")
         return ""
@@ -132,10 +131,10 @@ def _playbook_supports(family: str, device: str) -> bool:
     return family in playbook.FAMILY_NAMES and device in book.TARGETS and bool(book.recipes(family, device))
 
 
-def search_leaderboard(*, search: Search, limit: int = 20) -> list[_SearchKernel]:
+def search_leaderboard(*, search: Search, limit: int = 20) -> list[Kernel]:
     """The search's correct kernels, fastest first (quarantined ones last, flagged)."""
     return list(
-        _SearchKernel.objects.filter(search=search, status=_SearchVerdict.CORRECT, median_ms__isnull=False)
+        Kernel.objects.filter(search=search, status=Verdict.CORRECT, median_ms__isnull=False)
         .select_related("idea")
         .order_by("quarantined", "median_ms", "id")[:limit]
     )
@@ -144,7 +143,7 @@ def search_leaderboard(*, search: Search, limit: int = 20) -> list[_SearchKernel
 def search_counts(*, search: Search) -> dict:
     """How many of the search's kernels are in each state, for progress displays."""
     counts = {}
-    for status in _SearchKernel.objects.filter(search=search).values_list("status", flat=True):
+    for status in Kernel.objects.filter(search=search).values_list("status", flat=True):
         counts[status] = counts.get(status, 0) + 1
     return counts
 
@@ -155,7 +154,7 @@ def problem_by_reference(reference: str) -> Problem | None:
     found = Problem.objects.filter(catalog_key=reference).order_by("-version").first()
     if found is None:
         try:
-            found = Problem.objects.filter(code=_uuid.UUID(reference)).first()
+            found = Problem.objects.filter(code=uuid.UUID(reference)).first()
         except ValueError:
             found = None
     if found is None and reference.isdigit():
@@ -163,17 +162,10 @@ def problem_by_reference(reference: str) -> Problem | None:
     return found
 
 
-
-
 # === kernels, compare, leaderboards, sharing ============================================
 # Leaderboards rank per problem *version* (an exact program: versions of a lineage may change
 # shapes or tolerances, so their timings do not compare) and per GPU model (device_name).
-import hashlib
-from collections import defaultdict
 
-from django.db.models import Max
-
-from .models import BenchmarkRun, EvaluationJob, Idea, Kernel, Search, ShareLink, Verdict
 
 TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
                "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin")

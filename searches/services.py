@@ -4,17 +4,22 @@ Functions are keyword-only, named <entity>_<action>, and run in a transaction; e
 queued work are sent only after commit.
 """
 
-from django.db import transaction  # noqa: F401
+import random
+import secrets
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from . import engine, events, jobs
+from .models import BenchmarkRun, Device, EvaluationJob, Idea, Kernel, Problem, Search, ShareLink, Verdict
+from .problem_checks import check_problem_source
+from .selectors import share_token_hash
 
 # === problems ===========================================================================
 
-from django.core.exceptions import ValidationError  # noqa: E402
-from django.db.models import Max  # noqa: E402
-from django.utils import timezone  # noqa: E402
-
-from . import jobs  # noqa: E402
-from .models import Device, EvaluationJob, Problem  # noqa: E402
-from .problem_checks import check_problem_source  # noqa: E402
 
 PROBLEM_EDITABLE_FIELDS = ("name", "description", "source", "atol", "rtol", "device")
 # Changing any of these changes what validation measures (or what correctness will use).
@@ -216,24 +221,7 @@ def job_failed(job, reason: str) -> None:
 # === searches ===========================================================================
 
 # Search knobs and the limits the form and the command enforce: (smallest, largest).
-import random as _random  # noqa: E402
 
-from django.conf import settings as _settings  # noqa: E402
-from django.core.exceptions import ValidationError as _SearchError  # noqa: E402
-from django.utils import timezone as _search_tz  # noqa: E402
-from django.db.models import F as _F  # noqa: E402
-
-from . import engine as _engine  # noqa: E402
-from . import jobs as _jobs  # noqa: E402
-from . import events as _search_events  # noqa: E402
-from .models import BenchmarkRun as _BenchmarkRun  # noqa: E402
-from .models import Device as _Device  # noqa: E402
-from .models import EvaluationJob as _Job  # noqa: E402
-from .models import Problem as _Problem  # noqa: E402
-from .models import Idea as _Idea  # noqa: E402
-from .models import Kernel as _SearchKernel  # noqa: E402
-from .models import Search as _Search  # noqa: E402
-from .models import Verdict as _Verdict  # noqa: E402
 
 SEARCH_KNOB_LIMITS = {
     "rounds": (1, 50),
@@ -254,46 +242,46 @@ def _search_check_knobs(knobs: dict) -> None:
     for key, (low, high) in SEARCH_KNOB_LIMITS.items():
         value = knobs.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise _SearchError(f"{key.replace('_', ' ')} must be a whole number from {low} to {high} (got {value!r}).",
+            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number from {low} to {high} (got {value!r}).",
                                   code=key)
     for key in ("max_candidates", "max_tokens"):
         value = knobs.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise _SearchError(f"{key.replace('_', ' ')} must be a whole number of at least 1, or empty for no limit.",
+            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number of at least 1, or empty for no limit.",
                                   code=key)
     cost = knobs.get("max_cost_usd")
     if cost is not None and not (isinstance(cost, (int, float)) and 0 < cost < float("inf")):
-        raise _SearchError("max cost (USD) must be a positive amount, or empty for no limit.", code="max_cost_usd")
-    if knobs.get("device") not in _Device.values:
-        raise _SearchError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(_Device.values)}.",
+        raise ValidationError("max cost (USD) must be a positive amount, or empty for no limit.", code="max_cost_usd")
+    if knobs.get("device") not in Device.values:
+        raise ValidationError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(Device.values)}.",
                            code="device")
     if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
-        raise _SearchError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
+        raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
                            "it empty for the model's default.", code="effort")
 
 
-def _search_check_startable(*, problem: _Problem, proposer: str, device: str) -> None:
-    if problem.validation_status != _Problem.Validation.OK:
-        if problem.validation_status in (_Problem.Validation.PENDING, _Problem.Validation.RUNNING):
-            raise _SearchError(
+def _search_check_startable(*, problem: Problem, proposer: str, device: str) -> None:
+    if problem.validation_status != Problem.Validation.OK:
+        if problem.validation_status in (Problem.Validation.PENDING, Problem.Validation.RUNNING):
+            raise ValidationError(
                 f"Problem “{problem.name}” is still being validated; start the search once validation is done "
                 "(is `python manage.py evaluator` running?).", code="problem")
-        raise _SearchError(
+        raise ValidationError(
             f"Problem “{problem.name}” did not pass validation ({problem.validation_reason or problem.validation_status}); "
             "fix the problem first.", code="problem")
     from .selectors import search_proposer_unavailable
 
     reason = search_proposer_unavailable(problem=problem, proposer=proposer, device=device)
     if reason:
-        raise _SearchError(reason, code="proposer")
+        raise ValidationError(reason, code="proposer")
 
 
 @transaction.atomic
-def search_start(*, problem: _Problem, user, proposer: str, model: str = "", device: str, rounds: int,
+def search_start(*, problem: Problem, user, proposer: str, model: str = "", device: str, rounds: int,
                  parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1) -> _Search:
+                 repair_attempts: int = 1) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
@@ -301,24 +289,24 @@ def search_start(*, problem: _Problem, user, proposer: str, model: str = "", dev
                  max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
-    search = _Search.objects.create(
+    search = Search.objects.create(
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
-        model=(model or (_settings.ANTHROPIC_MODEL if proposer == _Search.Proposer.ANTHROPIC else ""))[:100],
+        model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
         effort=effort or "", allow_library=bool(allow_library), **knobs,
     )
     _search_publish_status(search)
-    _engine.kick(search.id)
+    engine.kick(search.id)
     return search
 
 
-def _search_publish_status(search: _Search) -> None:
-    _search_events.publish(search.id, "search.status", {
+def _search_publish_status(search: Search) -> None:
+    events.publish(search.id, "search.status", {
         "status": search.status, "stop_reason": search.stop_reason, "current_round": search.current_round,
     })
 
 
-def _search_locked(search: _Search) -> _Search:
-    return _Search.objects.select_for_update().get(pk=search.pk)
+def _search_locked(search: Search) -> Search:
+    return Search.objects.select_for_update().get(pk=search.pk)
 
 
 def _user_label(user) -> str:
@@ -326,13 +314,13 @@ def _user_label(user) -> str:
 
 
 @transaction.atomic
-def search_pause(*, search: _Search, user) -> _Search:
+def search_pause(*, search: Search, user) -> Search:
     """Stop proposing new work; candidates already queued are still evaluated."""
     search = _search_locked(search)
-    if search.status not in _Search.ACTIVE:
-        raise _SearchError(f"Only a queued or running search can be paused; this one is {search.status}.",
+    if search.status not in Search.ACTIVE:
+        raise ValidationError(f"Only a queued or running search can be paused; this one is {search.status}.",
                               code="status")
-    search.status = _Search.Status.PAUSED
+    search.status = Search.Status.PAUSED
     search.stop_reason = f"paused by {_user_label(user)}"
     search.save(update_fields=["status", "stop_reason"])
     _search_publish_status(search)
@@ -340,41 +328,41 @@ def search_pause(*, search: _Search, user) -> _Search:
 
 
 @transaction.atomic
-def search_resume(*, search: _Search, user) -> _Search:
+def search_resume(*, search: Search, user) -> Search:
     search = _search_locked(search)
-    if search.status != _Search.Status.PAUSED:
-        raise _SearchError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
+    if search.status != Search.Status.PAUSED:
+        raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
     _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
-    search.status = _Search.Status.RUNNING
+    search.status = Search.Status.RUNNING
     search.stop_reason = ""
     search.save(update_fields=["status", "stop_reason"])
     _search_publish_status(search)
-    _engine.kick(search.id)
+    engine.kick(search.id)
     return search
 
 
 @transaction.atomic
-def search_cancel(*, search: _Search, user) -> _Search:
+def search_cancel(*, search: Search, user) -> Search:
     """End the search for good. Queued candidates are dropped (marked failed, with the reason);
     one already running still reports its verdict."""
     search = _search_locked(search)
-    if search.status in _Search.FINISHED:
-        raise _SearchError(f"This search has already ended ({search.status}).", code="status")
-    search.status = _Search.Status.CANCELLED
+    if search.status in Search.FINISHED:
+        raise ValidationError(f"This search has already ended ({search.status}).", code="status")
+    search.status = Search.Status.CANCELLED
     search.stop_reason = f"cancelled by {_user_label(user)}"
-    search.finished_at = _search_tz.now()
+    search.finished_at = timezone.now()
     search.save(update_fields=["status", "stop_reason", "finished_at"])
-    for job in _Job.objects.select_for_update().filter(
-        kernel__search=search, status=_Job.Status.QUEUED
+    for job in EvaluationJob.objects.select_for_update().filter(
+        kernel__search=search, status=EvaluationJob.Status.QUEUED
     ):
-        _jobs.fail(job, "not evaluated: the search was cancelled")
+        jobs.fail(job, "not evaluated: the search was cancelled")
     _search_publish_status(search)
     return search
 
 
 @transaction.atomic
-def search_fork(*, search: _Search, user, from_kernel: _SearchKernel | None = None, from_idea: _Idea | None = None,
-                **overrides) -> _Search:
+def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from_idea: Idea | None = None,
+                **overrides) -> Search:
     """A new search that continues from one kernel (or idea) of another, with the same knobs
     unless overridden. History travels as copies: the kernel's ancestor path (kernels and the
     ideas between them) is copied into the new search as FORK kernels carrying their verdicts
@@ -383,30 +371,30 @@ def search_fork(*, search: _Search, user, from_kernel: _SearchKernel | None = No
     again in round 1 next to the proposer's new ideas."""
     unknown = set(overrides) - SEARCH_FORK_OVERRIDES
     if unknown:
-        raise _SearchError(f"Cannot override {', '.join(sorted(unknown))} when forking.", code="overrides")
+        raise ValidationError(f"Cannot override {', '.join(sorted(unknown))} when forking.", code="overrides")
     if from_kernel is not None and from_idea is not None:
-        raise _SearchError("Fork from a kernel or from an idea, not both.", code="fork")
+        raise ValidationError("Fork from a kernel or from an idea, not both.", code="fork")
     if from_idea is not None:
         if from_idea.search_id != search.pk or from_idea.parent_kernel_id is None:
-            raise _SearchError("That idea does not belong to this search (or has no parent kernel).", code="fork")
+            raise ValidationError("That idea does not belong to this search (or has no parent kernel).", code="fork")
         start = from_idea.parent_kernel
     elif from_kernel is not None:
         if from_kernel.search_id != search.pk:
-            raise _SearchError("That kernel does not belong to this search.", code="fork")
+            raise ValidationError("That kernel does not belong to this search.", code="fork")
         start = from_kernel
     else:
-        start = (_SearchKernel.objects.filter(search=search, status=_Verdict.CORRECT, quarantined=False,
+        start = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
                                               median_ms__isnull=False).order_by("median_ms").first())
         if start is None:
-            raise _SearchError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
+            raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
                                   code="fork")
     if not start.source.strip():
-        raise _SearchError("That kernel has no source to build on; pick another one.", code="fork")
+        raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
     knobs = {key: getattr(search, key) for key in SEARCH_FORK_OVERRIDES}
     knobs.update(overrides)
     _search_check_knobs(knobs)
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
-    fork = _Search.objects.create(
+    fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=start,
         **{**knobs, "name": (knobs.get("name") or f"Fork of {search}")[:200]},
     )
@@ -416,15 +404,15 @@ def search_fork(*, search: _Search, user, from_kernel: _SearchKernel | None = No
     fork.round_parents = plan
     fork.save(update_fields=["current_round", "round_parents"])
     if from_idea is not None:
-        idea = _Idea.objects.create(search=fork, parent_kernel=start_copy, round=1, title=from_idea.title,
+        idea = Idea.objects.create(search=fork, parent_kernel=start_copy, round=1, title=from_idea.title,
                                     description=from_idea.description, origin=from_idea.origin, author=from_idea.author)
-        _search_events.publish(fork.id, "idea.created", _search_events.idea_payload(idea))
+        events.publish(fork.id, "idea.created", events.idea_payload(idea))
     _search_publish_status(fork)
-    _engine.kick(fork.id)
+    engine.kick(fork.id)
     return fork
 
 
-def _search_copy_path(fork: _Search, kernel: _SearchKernel) -> _SearchKernel:
+def _search_copy_path(fork: Search, kernel: Kernel) -> Kernel:
     """Copy `kernel` and its ancestors (root first) into `fork`; return the copy of `kernel`."""
     path = []
     current = kernel
@@ -436,121 +424,121 @@ def _search_copy_path(fork: _Search, kernel: _SearchKernel) -> _SearchKernel:
         idea_copy = None
         if original.idea_id:
             idea = original.idea
-            idea_copy = _Idea.objects.create(
+            idea_copy = Idea.objects.create(
                 search=fork, parent_kernel=parent_copy, round=0, title=idea.title, description=idea.description,
                 origin=idea.origin, author=idea.author,
             )
-            _search_events.publish(fork.id, "idea.created", _search_events.idea_payload(idea_copy))
-        parent_copy = _SearchKernel.objects.create(
+            events.publish(fork.id, "idea.created", events.idea_payload(idea_copy))
+        parent_copy = Kernel.objects.create(
             problem_id=original.problem_id, search=fork, idea=idea_copy, parent=parent_copy, round=0,
             name=f"{original.name or 'kernel'} (#{original.id} of search {original.search_id})"[:200],
-            source=original.source, origin=_SearchKernel.Origin.FORK, author=original.author,
+            source=original.source, origin=Kernel.Origin.FORK, author=original.author,
             status=original.status, reason=original.reason, quarantined=original.quarantined,
             median_ms=original.median_ms, speedup_vs_eager=original.speedup_vs_eager,
             speedup_vs_compile=original.speedup_vs_compile, precision=original.precision,
             device_name=original.device_name, verified=original.verified, evaluated_at=original.evaluated_at,
         )
-        _search_events.publish(fork.id, "kernel.created", _search_events.kernel_payload(parent_copy))
+        events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))
     return parent_copy
 
 
 @transaction.atomic
-def idea_add(*, search: _Search, user, parent_kernel: _SearchKernel, title: str, description: str) -> _Idea:
+def idea_add(*, search: Search, user, parent_kernel: Kernel, title: str, description: str) -> Idea:
     """A person's idea for a parent kernel, implemented K times by the proposer like its own."""
     search = _search_locked(search)
-    if search.status in _Search.FINISHED:
-        raise _SearchError(f"This search has ended ({search.status}); fork it to try a new idea.", code="status")
-    if search.proposer == _Search.Proposer.PLAYBOOK:
-        raise _SearchError(
+    if search.status in Search.FINISHED:
+        raise ValidationError(f"This search has ended ({search.status}); fork it to try a new idea.", code="status")
+    if search.proposer == Search.Proposer.PLAYBOOK:
+        raise ValidationError(
             "This search uses the built-in playbook, which only implements its own ideas: a new idea needs an LLM "
             "to write it. Fork the search with the Anthropic proposer, or submit a hand-written kernel.",
             code="proposer")
     if parent_kernel.search_id != search.pk:
-        raise _SearchError("The parent kernel must belong to this search.", code="parent_kernel")
+        raise ValidationError("The parent kernel must belong to this search.", code="parent_kernel")
     if not parent_kernel.source.strip():
-        raise _SearchError("That kernel has no source to build on; pick another parent.", code="parent_kernel")
+        raise ValidationError("That kernel has no source to build on; pick another parent.", code="parent_kernel")
     title = (title or "").strip()
     if not title:
-        raise _SearchError("Give the idea a title.", code="title")
+        raise ValidationError("Give the idea a title.", code="title")
     if len(title) > 300:
-        raise _SearchError("Keep the title under 300 characters; put the details in the description.", code="title")
-    idea = _Idea.objects.create(search=search, parent_kernel=parent_kernel, round=search.current_round, title=title,
-                                description=(description or "").strip(), origin=_Idea.Origin.USER, author=user)
-    _search_events.publish(search.id, "idea.created", _search_events.idea_payload(idea))
-    _engine.kick(search.id)
+        raise ValidationError("Keep the title under 300 characters; put the details in the description.", code="title")
+    idea = Idea.objects.create(search=search, parent_kernel=parent_kernel, round=search.current_round, title=title,
+                                description=(description or "").strip(), origin=Idea.Origin.USER, author=user)
+    events.publish(search.id, "idea.created", events.idea_payload(idea))
+    engine.kick(search.id)
     return idea
 
 
 @transaction.atomic
-def kernel_submit(*, user, problem: _Problem, source: str, search: _Search | None = None,
-                  parent: _SearchKernel | None = None, name: str = "") -> _SearchKernel:
+def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
+                  parent: Kernel | None = None, name: str = "") -> Kernel:
     """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node."""
     source = source or ""
     if not source.strip():
-        raise _SearchError("The kernel source is empty.", code="source")
-    if len(source.encode()) > _settings.KERNEL_SOURCE_MAX_BYTES:
-        raise _SearchError(f"The kernel source is larger than {_settings.KERNEL_SOURCE_MAX_BYTES} bytes.",
+        raise ValidationError("The kernel source is empty.", code="source")
+    if len(source.encode()) > settings.KERNEL_SOURCE_MAX_BYTES:
+        raise ValidationError(f"The kernel source is larger than {settings.KERNEL_SOURCE_MAX_BYTES} bytes.",
                               code="source")
     if "ModelNew" not in source:
-        raise _SearchError("A kernel module must define `class ModelNew(nn.Module)` (see the kernel format).",
+        raise ValidationError("A kernel module must define `class ModelNew(nn.Module)` (see the kernel format).",
                               code="source")
-    if problem.validation_status == _Problem.Validation.INVALID:
-        raise _SearchError("This problem failed validation; fix it before submitting kernels.", code="problem")
+    if problem.validation_status == Problem.Validation.INVALID:
+        raise ValidationError("This problem failed validation; fix it before submitting kernels.", code="problem")
     round_number = 0
     if search is not None:
         search = _search_locked(search)
         if search.problem_id != problem.pk:
-            raise _SearchError("The search is on a different problem.", code="search")
+            raise ValidationError("The search is on a different problem.", code="search")
         round_number = search.current_round
     if parent is not None and (search is None or parent.search_id != search.pk):
-        raise _SearchError("The parent kernel must belong to the same search.", code="parent")
-    kernel = _SearchKernel.objects.create(
+        raise ValidationError("The parent kernel must belong to the same search.", code="parent")
+    kernel = Kernel.objects.create(
         problem=problem, search=search, parent=parent, round=round_number, name=(name or "").strip()[:200],
-        source=source, origin=_SearchKernel.Origin.USER, author=user,
+        source=source, origin=Kernel.Origin.USER, author=user,
     )
-    purpose = _Job.Purpose.SEARCH if search is not None else _Job.Purpose.MANUAL
+    purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
     options = {"allow_library": search.allow_library} if search is not None else {}
-    _jobs.enqueue_kernel(kernel, purpose=purpose, options=options, priority=1)
+    jobs.enqueue_kernel(kernel, purpose=purpose, options=options, priority=1)
     if search is not None:
-        _search_events.publish(search.id, "kernel.created", _search_events.kernel_payload(kernel))
+        events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
     return kernel
 
 
 def _verdict_status(result: dict) -> tuple[str, str]:
     status = result.get("status")
-    if status in _Verdict.values and status not in (_Verdict.PENDING, _Verdict.EVALUATING, _Verdict.NO_CODE,
-                                                    _Verdict.FAILED):
+    if status in Verdict.values and status not in (Verdict.PENDING, Verdict.EVALUATING, Verdict.NO_CODE,
+                                                    Verdict.FAILED):
         return status, result.get("reason") or ""
-    return _Verdict.CRASHED, f"the runner answered with an unknown verdict {status!r}"
+    return Verdict.CRASHED, f"the runner answered with an unknown verdict {status!r}"
 
 
 @transaction.atomic
-def kernel_record_verdict(*, kernel: _SearchKernel, job: _Job, result: dict) -> _BenchmarkRun:
+def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -> BenchmarkRun:
     """Store one runner verdict (the evaluation worker calls this). A second report for the same
     job returns the first run and changes nothing."""
-    job = _Job.objects.select_for_update().get(pk=job.pk)
-    existing = _BenchmarkRun.objects.filter(job=job).first()
+    job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
+    existing = BenchmarkRun.objects.filter(job=job).first()
     if existing is not None:
         return existing
-    kernel = _SearchKernel.objects.select_for_update().get(pk=kernel.pk)
+    kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
     status, reason = _verdict_status(result)
     environment = result.get("environment") or {}
     timing = result.get("timing") or {}
     compile_info = result.get("compile") or {}
-    run = _BenchmarkRun.objects.create(
+    run = BenchmarkRun.objects.create(
         kernel=kernel, job=job, purpose=job.purpose, status=status, reason=reason,
         quarantined=bool(result.get("quarantined")), quarantine_reason=result.get("quarantine_reason") or "",
         seed=result.get("seed"), precision=result.get("precision") or "",
         compile_seconds=compile_info.get("seconds"), compile_log=compile_info.get("log") or "",
         correctness=result.get("correctness"), timing=result.get("timing"), baseline=result.get("baseline"),
-        environment=environment, median_ms=timing.get("median_ms") if status == _Verdict.CORRECT else None,
+        environment=environment, median_ms=timing.get("median_ms") if status == Verdict.CORRECT else None,
         speedup_vs_eager=result.get("speedup_vs_eager"), speedup_vs_compile=result.get("speedup_vs_compile"),
         device_name=environment.get("device_name") or "", worker=job.lease_owner, result=result,
     )
-    job.status = _Job.Status.DONE
-    job.finished_at = _search_tz.now()
+    job.status = EvaluationJob.Status.DONE
+    job.finished_at = timezone.now()
     job.save(update_fields=["status", "finished_at"])
-    if job.purpose == _Job.Purpose.RERUN:
+    if job.purpose == EvaluationJob.Purpose.RERUN:
         kernel.verified = _kernel_reproduced(kernel, run)
         kernel.save(update_fields=["verified"])
     else:
@@ -559,24 +547,24 @@ def kernel_record_verdict(*, kernel: _SearchKernel, job: _Job, result: dict) -> 
         kernel.median_ms = run.median_ms
         kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
         kernel.precision, kernel.device_name = run.precision, run.device_name
-        kernel.evaluated_at = _search_tz.now()
+        kernel.evaluated_at = timezone.now()
         kernel.save(update_fields=["status", "reason", "quarantined", "median_ms", "speedup_vs_eager",
                                    "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
     if kernel.search_id:
-        if job.purpose == _Job.Purpose.SEARCH:
-            _Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=_F("candidates_evaluated") + 1)
-        _search_events.publish(kernel.search_id, "kernel.updated", _search_events.kernel_payload(kernel))
-        if job.purpose == _Job.Purpose.SEARCH:
-            _engine._publish_progress(kernel.search_id)
-            _engine.kick(kernel.search_id)
+        if job.purpose == EvaluationJob.Purpose.SEARCH:
+            Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
+        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        if job.purpose == EvaluationJob.Purpose.SEARCH:
+            engine._publish_progress(kernel.search_id)
+            engine.kick(kernel.search_id)
     return run
 
 
-def _kernel_reproduced(kernel: _SearchKernel, rerun: _BenchmarkRun) -> bool:
+def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
     """A rerun reproduces the kernel when, with a different seed on the same GPU model, it is
     correct again and its median is within 10% of the recorded one."""
-    original = kernel.runs.exclude(purpose=_Job.Purpose.RERUN).exclude(pk=rerun.pk).order_by("-id").first()
-    if rerun.status != _Verdict.CORRECT or kernel.status != _Verdict.CORRECT or not kernel.median_ms:
+    original = kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).exclude(pk=rerun.pk).order_by("-id").first()
+    if rerun.status != Verdict.CORRECT or kernel.status != Verdict.CORRECT or not kernel.median_ms:
         return False
     if not rerun.median_ms or (original is not None and original.seed == rerun.seed):
         return False
@@ -586,108 +574,97 @@ def _kernel_reproduced(kernel: _SearchKernel, rerun: _BenchmarkRun) -> bool:
 
 
 @transaction.atomic
-def kernel_request_rerun(*, kernel: _SearchKernel, user) -> _Job:
+def kernel_request_rerun(*, kernel: Kernel, user) -> EvaluationJob:
     """Evaluate a correct kernel again with a fresh seed; its verdict sets `verified`."""
-    kernel = _SearchKernel.objects.select_for_update().get(pk=kernel.pk)
-    if kernel.status != _Verdict.CORRECT:
-        raise _SearchError("Only a correct kernel can be rerun for verification.", code="status")
-    waiting = kernel.jobs.filter(purpose=_Job.Purpose.RERUN,
-                                 status__in=[_Job.Status.QUEUED, _Job.Status.LEASED]).first()
+    kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
+    if kernel.status != Verdict.CORRECT:
+        raise ValidationError("Only a correct kernel can be rerun for verification.", code="status")
+    waiting = kernel.jobs.filter(purpose=EvaluationJob.Purpose.RERUN,
+                                 status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
     if waiting is not None:
         return waiting
     used = set(kernel.runs.values_list("seed", flat=True))
-    seed = _random.SystemRandom().randrange(1, 2**62)
+    seed = random.SystemRandom().randrange(1, 2**62)
     while seed in used:
-        seed = _random.SystemRandom().randrange(1, 2**62)
+        seed = random.SystemRandom().randrange(1, 2**62)
     options = {"allow_library": kernel.search.allow_library} if kernel.search_id else {}
-    return _jobs.enqueue_kernel(kernel, purpose=_Job.Purpose.RERUN, seed=seed, priority=2, options=options)
+    return jobs.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=2, options=options)
 
 
-def _search_job_failed(job: _Job, reason: str) -> None:
+def _search_job_failed(job: EvaluationJob, reason: str) -> None:
     """A kernel's job failed for good (it kept killing its worker, or the search was cancelled)."""
-    if job.purpose == _Job.Purpose.RERUN or job.kernel_id is None:
+    if job.purpose == EvaluationJob.Purpose.RERUN or job.kernel_id is None:
         return
-    kernel = _SearchKernel.objects.select_for_update().get(pk=job.kernel_id)
-    if _BenchmarkRun.objects.filter(job=job).exists():
+    kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
+    if BenchmarkRun.objects.filter(job=job).exists():
         return
-    kernel.status, kernel.reason = _Verdict.FAILED, reason
+    kernel.status, kernel.reason = Verdict.FAILED, reason
     kernel.save(update_fields=["status", "reason"])
     if kernel.search_id:
-        _search_events.publish(kernel.search_id, "kernel.updated", _search_events.kernel_payload(kernel))
-        _engine.kick(kernel.search_id)
-
-
+        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        engine.kick(kernel.search_id)
 
 
 # === sharing and leaderboards ===========================================================
-import secrets as _secrets
 
-from django.core.exceptions import PermissionDenied as _PermissionDenied
-from django.core.exceptions import ValidationError as _ValidationError
-from django.utils import timezone as _timezone
-
-from . import events as _events
-from .models import Kernel as _Kernel
-from .models import ShareLink as _ShareLink
-from .selectors import share_token_hash as _share_token_hash
 
 _SHARE_TARGETS = {
-    _ShareLink.Kind.LEADERBOARD: ("problem",),
-    _ShareLink.Kind.SEARCH: ("search",),
-    _ShareLink.Kind.KERNEL: ("kernel",),
-    _ShareLink.Kind.COMPARE: ("kernel", "other_kernel"),
+    ShareLink.Kind.LEADERBOARD: ("problem",),
+    ShareLink.Kind.SEARCH: ("search",),
+    ShareLink.Kind.KERNEL: ("kernel",),
+    ShareLink.Kind.COMPARE: ("kernel", "other_kernel"),
 }
 
 
 def share_link_create(*, user, kind: str, problem=None, search=None, kernel=None, other_kernel=None,
-                      device_name: str = "", label: str = "") -> tuple[_ShareLink, str]:
+                      device_name: str = "", label: str = "") -> tuple[ShareLink, str]:
     """A read-only link for people without a login. The token is returned once and only its
     SHA-256 is stored, so a database leak does not leak working links."""
     given = {"problem": problem, "search": search, "kernel": kernel, "other_kernel": other_kernel}
     if kind not in _SHARE_TARGETS:
-        raise _ValidationError(f"Unknown kind of share link {kind!r}: use one of {', '.join(_SHARE_TARGETS)}.")
+        raise ValidationError(f"Unknown kind of share link {kind!r}: use one of {', '.join(_SHARE_TARGETS)}.")
     needed = _SHARE_TARGETS[kind]
     missing = [name for name in needed if given[name] is None]
     extra = [name for name, value in given.items() if value is not None and name not in needed]
     if missing or extra:
-        raise _ValidationError(f"A {kind} link needs exactly: {', '.join(needed)}.")
+        raise ValidationError(f"A {kind} link needs exactly: {', '.join(needed)}.")
     if len(label) > 200:
-        raise _ValidationError("The label is too long: keep it under 200 characters.")
-    token = _secrets.token_urlsafe(32)
+        raise ValidationError("The label is too long: keep it under 200 characters.")
+    token = secrets.token_urlsafe(32)
     with transaction.atomic():
-        link = _ShareLink.objects.create(token_hash=_share_token_hash(token), kind=kind, label=label.strip(),
-                                         device_name=device_name if kind == _ShareLink.Kind.LEADERBOARD else "",
+        link = ShareLink.objects.create(token_hash=share_token_hash(token), kind=kind, label=label.strip(),
+                                         device_name=device_name if kind == ShareLink.Kind.LEADERBOARD else "",
                                          created_by=user, **{k: v for k, v in given.items() if v is not None})
     return link, token
 
 
-def share_link_revoke(*, link: _ShareLink, user) -> _ShareLink:
+def share_link_revoke(*, link: ShareLink, user) -> ShareLink:
     """Stop a link from working (its page answers 404 afterwards). Its creator or staff may do it."""
     if not (user.is_staff or (link.created_by_id is not None and link.created_by_id == user.id)):
-        raise _PermissionDenied("Only the person who created this link, or an administrator, can revoke it.")
+        raise PermissionDenied("Only the person who created this link, or an administrator, can revoke it.")
     with transaction.atomic():
         if link.revoked_at is None:
-            link.revoked_at = _timezone.now()
+            link.revoked_at = timezone.now()
             link.save(update_fields=["revoked_at"])
     return link
 
 
-def kernel_approve(*, kernel: _Kernel, user) -> _Kernel:
+def kernel_approve(*, kernel: Kernel, user) -> Kernel:
     """Admit a quarantined (implausibly fast) kernel to the ranking, once a verified rerun in a
     fresh process reproduced it."""
     with transaction.atomic():
-        kernel = _Kernel.objects.select_for_update().get(pk=kernel.pk)
+        kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
         if not kernel.quarantined:
-            raise _ValidationError("This kernel is not quarantined: it is ranked already when correct.")
+            raise ValidationError("This kernel is not quarantined: it is ranked already when correct.")
         if kernel.status != "correct":
-            raise _ValidationError("Only a correct kernel can be approved.")
+            raise ValidationError("Only a correct kernel can be approved.")
         if not kernel.verified:
-            raise _ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
+            raise ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
                                    "a rerun with a new seed in a fresh process reproduced its time within 10%.")
         if kernel.approved_by_id is None:
             kernel.approved_by = user
-            kernel.approved_at = _timezone.now()
+            kernel.approved_at = timezone.now()
             kernel.save(update_fields=["approved_by", "approved_at"])
             if kernel.search_id:
-                _events.publish(kernel.search_id, "kernel.updated", _events.kernel_payload(kernel))
+                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
     return kernel

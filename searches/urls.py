@@ -1,13 +1,12 @@
 from django.urls import path
 
-from .views import home
+from .views import compare, home, kernels, leaderboards, problems, searches, share
 
 urlpatterns = [
     path("", home.home, name="home"),
 ]
 
 # === problems ===========================================================================
-from .views import problems  # noqa: E402
 
 urlpatterns += [
     path("problems/", problems.problem_list, name="problem_list"),
@@ -19,7 +18,6 @@ urlpatterns += [
 ]
 
 # === searches, kernels, compare, leaderboards, share links ==============================
-from .views import compare, kernels, leaderboards, searches, share  # noqa: E402
 
 urlpatterns += [
     path("searches/", searches.search_list, name="search_list"),

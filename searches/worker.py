@@ -122,13 +122,14 @@ class EvaluationWorker:
             log.info("%s: stopping; job %s handed back to the queue", self.name, job.id)
             raise
         except Exception as exc:  # the runner itself broke (not a verdict): retry elsewhere
-            if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
-                renewer.stop()
-                _with_retries(lambda: _fail_now(job, f"the problem failed validation: {exc}"))
-                return
             renewer.stop()
+            if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+                reason = f"the problem failed validation: {exc}"
+                _with_retries(lambda: _fail_now(job, reason))
+                return
             log.exception("%s: job %s could not run", self.name, job.id)
-            _with_retries(lambda: jobs.release(job, self.name, error=f"the runner failed: {exc}", count_attempt=True))
+            error = f"the runner failed: {exc}"
+            _with_retries(lambda: jobs.release(job, self.name, error=error, count_attempt=True))
             return
         renewer.stop()
         _with_retries(lambda: self._record(job, result))

@@ -112,7 +112,7 @@ def test_filter_and_fold_the_tree(logged_in_page, stack):
     page = logged_in_page
     page.goto(f"/searches/{seeded['search']}/")
     page.locator("#filter-status").select_option("compile_error")
-    expect(page.locator(f"#tree-root li[id^=k-]:visible")).to_have_count(2)  # the match and its parent
+    expect(page.locator("#tree-root li[id^=k-]:visible")).to_have_count(2)  # the match and its parent
     expect(page).to_have_url(re.compile(r"status=compile_error"))
     page.locator("#filter-status").select_option("")
     expect(page.locator("#tree-root li.k:visible")).to_have_count(4)

@@ -30,7 +30,7 @@ def fake(settings, monkeypatch):
 
 
 def proposer(**options):
-    options = {"model": "claude-sonnet-4-5", "max_retries": 2, "backoff_seconds": 0.01, "timeout": 2.0, **options}
+    options = {"model": "claude-sonnet-4-6", "max_retries": 2, "backoff_seconds": 0.01, "timeout": 2.0, **options}
     return AnthropicProposer(**options)
 
 

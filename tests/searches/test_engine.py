@@ -100,6 +100,11 @@ def test_a_playbook_search_runs_its_rounds_and_completes(problem):
     assert len(set(Idea.objects.filter(search=search).values_list("title", flat=True))) == 2
     seqs = list(SearchEvent.objects.filter(search=search).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
+    # The fastest three are queued for a verified rerun with a fresh seed.
+    reruns = EvaluationJob.objects.filter(kernel__search=search, purpose="rerun", status="queued")
+    fastest = sorted(Kernel.objects.filter(search=search), key=lambda k: k.median_ms)[:3]
+    assert sorted(job.kernel_id for job in reruns) == sorted(k.id for k in fastest)
+    assert all(job.seed not in {11, None} for job in reruns)
 
 
 def test_a_verdict_reported_twice_is_recorded_once(problem, kicks):

@@ -40,11 +40,9 @@ class Responder:
             return ideas_reply(int(re.search(r"Propose (\d+) distinct", seen.user_text).group(1)))
         if task == "kernel":
             self.kernel_requests += 1
-            if self.kernel_requests == 1:  # C with a syntax error, built with check=True like most modules
-                build = "subprocess.run(command, capture_output=True, text=True)"
-                assert build in self.kernel
-                broken = self.kernel.replace(";", "", 3).replace(build, build[:-1] + ", check=True)")
-                return python_reply(broken)
+            if self.kernel_requests == 1:  # C with a syntax error: the build raises CalledProcessError
+                assert "check=True" in self.kernel
+                return python_reply(self.kernel.replace(";", "", 3))
             return "HACKED"
         return python_reply(self.kernel)
 
@@ -87,7 +85,7 @@ def test_anthropic_search_survives_api_failures_and_bad_replies(tmp_path):
     assert tokens_out == sum(c[3] for c in calls) == given["output"]
     assert tokens_in == given["input"] + given["cache_read"] + given["cache_write"]
     assert given["cache_read"] > 0  # the problem block was cached after the first call
-    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}  # claude-sonnet-4-5 in settings
+    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}  # the default model (claude-sonnet-4-6) in settings
     expected = (given["input"] * price["input"] + given["output"] * price["output"]
                 + given["cache_write"] * price["cache_write"] + given["cache_read"] * price["cache_read"]) / 1e6
     assert cost == pytest.approx(expected) and cost == pytest.approx(sum(c[6] for c in calls))

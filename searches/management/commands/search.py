@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from searches import catalog, engine, jobs, selectors, services
-from searches.models import Device, Kernel, Problem, Search
+from searches import catalog, engine, selectors, services
+from searches.models import Device, EvaluationJob, Kernel, Problem, Search
 from searches.worker import EvaluationWorker, default_name
 
 
@@ -164,7 +164,7 @@ class Command(BaseCommand):
         out.write(header)
         out.write("-" * len(header))
         for rank, kernel in enumerate(board, 1):
-            flag = " [quarantined]" if kernel.quarantined else ""
+            flag = (" [quarantined]" if kernel.quarantined else "") + (" [verified rerun]" if kernel.verified else "")
             label = (kernel.idea.title if kernel.idea_id else kernel.name) + flag
             out.write(f"{rank:>3} {kernel.id:>7} {kernel.round:>5} {kernel.origin:<9} {_ms(kernel.median_ms):>11} "
                       f"{_x(kernel.speedup_vs_eager):>9} {_x(kernel.speedup_vs_compile):>10}  {label[:60]}")
@@ -186,7 +186,9 @@ def _orchestrate(search_id: int, wake: threading.Event) -> None:
 
 def _search_done(search_id: int, progress) -> bool:
     search = Search.objects.get(pk=search_id)
-    pending = jobs.pending_for_search(search_id).count()
+    # Search candidates, then the verified reruns of the elites queued at completion.
+    pending = EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=[
+        EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).count()
     progress.show(search, pending)
     return search.status not in Search.ACTIVE and pending == 0
 
