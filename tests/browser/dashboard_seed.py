@@ -22,11 +22,12 @@ def run(stack, body: str) -> dict:
     return json.loads(line[5:])
 
 
-def small_search(stack, name="seeded search") -> dict:
-    """seed -> idea -> (fast, broken) ; fast -> idea -> faster"""
+def small_search(stack, name="seeded search", status="paused") -> dict:
+    """seed -> idea -> (fast, broken) ; fast -> idea -> faster. Paused by default, so the real
+    engine (its evaluator re-kicks active searches every minute) leaves the seeded rows be."""
     return run(stack, f"""
 p = d.problem(name={name!r} + " problem")
-s = d.search(problem=p, created_by=owner, name={name!r})
+s = d.search(problem=p, created_by=owner, name={name!r}, status={status!r})
 seed = d.kernel(problem=p, search=s, round=0, median_ms=1.0, name="seed kernel", publish=True)
 i1 = d.idea(search=s, parent_kernel=seed, title="Vectorise the loads", publish=True)
 fast = d.kernel(problem=p, search=s, idea=i1, parent=seed, median_ms=0.5, name="fast kernel", publish=True,

@@ -121,7 +121,7 @@ def test_filter_and_fold_the_tree(logged_in_page, stack):
 
 
 def test_status_changes_arrive_live_and_the_buttons_follow(logged_in_page, stack):
-    seeded = dashboard_seed.small_search(stack, "controls search")
+    seeded = dashboard_seed.small_search(stack, "controls search", status="running")
     page = logged_in_page
     page.goto(f"/searches/{seeded['search']}/")
     expect(page.locator("#live-state")).to_have_text("live")
