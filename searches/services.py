@@ -210,19 +210,15 @@ def _problem_validation_failed(job, reason: str) -> None:
 
 def job_failed(job, reason: str) -> None:
     """A job failed for good: tell its owner. Called inside the transaction that failed it."""
-    # Filled in by the problem and search sections.
-    if job.purpose == "validate":
+    if job.purpose == EvaluationJob.Purpose.VALIDATE:
         _problem_validation_failed(job, reason)
     else:
         _search_job_failed(job, reason)
-    return None
 
 
 # === searches ===========================================================================
 
 # Search knobs and the limits the form and the command enforce: (smallest, largest).
-
-
 SEARCH_KNOB_LIMITS = {
     "rounds": (1, 50),
     "parents_per_round": (1, 20),

@@ -1,5 +1,7 @@
 """Problems and honest kernels (KernelBench format) used by the runner's tests."""
 
+from runner import bench
+
 SOFTMAX_PROBLEM = '''
 import torch
 import torch.nn as nn
@@ -216,24 +218,9 @@ class ModelNew(nn.Module):
 
 # --- CUDA (cupy, NVRTC) -------------------------------------------------------------------
 
-CUDA_SOFTMAX_PROBLEM = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-def get_init_inputs():
-    return []
-'''
-
-
 def cuda_softmax_problem(rows: int = 256, cols: int = 4096) -> str:
-    return CUDA_SOFTMAX_PROBLEM.replace("ROWS", str(rows)).replace("COLS", str(cols))
+    """The benchmark's softmax problem (runner.bench), at a test-sized shape."""
+    return bench.SOFTMAX_PROBLEM.replace("ROWS", str(rows)).replace("COLS", str(cols))
 
 
 _CUPY_PRELUDE = '''
