@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "searches.views.security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "kernellab.urls"

@@ -9,7 +9,6 @@ from django.utils.safestring import mark_safe
 from .. import selectors
 from ..models import Kernel, ShareLink
 from .diff_table import diff_rows, diff_stats, render_diff
-from .security import content_security_policy
 
 
 def compare_context(a: Kernel, b: Kernel, *, shared: bool = False) -> dict:
@@ -39,7 +38,6 @@ def _codes(request) -> list:
 
 
 @login_required
-@content_security_policy
 def compare(request):
     codes = _codes(request)
     context = {"error": "", "a_code": request.GET.get("a", ""), "b_code": request.GET.get("b", "")}

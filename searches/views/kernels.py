@@ -18,7 +18,6 @@ from ..models import Kernel, ShareLink, Verdict
 from .diff_table import diff_rows, diff_stats, render_diff
 from .plots import timing_chart
 from .searches import error_text
-from .security import content_security_policy
 
 
 def get_kernel(code) -> Kernel:
@@ -52,7 +51,6 @@ def kernel_context(kernel: Kernel, *, shared: bool = False) -> dict:
 
 
 @login_required
-@content_security_policy
 def kernel_detail(request, code):
     kernel = get_kernel(code)
     context = kernel_context(kernel)

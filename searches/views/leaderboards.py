@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from .. import selectors
 from ..models import Problem, ShareLink
-from .security import content_security_policy
 
 EXPORT_COLUMNS = ["rank", "device_name", "kernel", "name", "median_ms", "speedup_vs_eager", "speedup_vs_compile",
                   "precision", "verified_rerun", "quarantined", "approved", "search", "ran_by", "evaluated_at"]
@@ -26,13 +25,11 @@ def leaderboard_context(problem: Problem, device_name: str = "", *, shared: bool
 
 
 @login_required
-@content_security_policy
 def leaderboard_index(request):
     return render(request, "searches/leaderboard/index.html", {"problems": selectors.leaderboard_problems()})
 
 
 @login_required
-@content_security_policy
 def leaderboard(request, code):
     problem = get_object_or_404(Problem, code=code)
     device = request.GET.get("device", "")

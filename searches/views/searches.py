@@ -1,7 +1,5 @@
 """Search pages: start, watch (tree, progress, chart), control, and people-in-the-loop forms."""
 
-
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -17,7 +15,6 @@ from ..forms import IdeaAddForm, KernelSubmitForm, SearchStartForm
 from ..models import Kernel, Problem, Search, ShareLink, Verdict
 from .plots import speedup_chart
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
-from .security import content_security_policy
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
 CONTROL_ACTIONS = {"pause": "search_pause", "resume": "search_resume", "cancel": "search_cancel"}
@@ -41,13 +38,11 @@ def add_service_errors(form, error: ValidationError) -> None:
 
 
 @login_required
-@content_security_policy
 def search_list(request):
     return render(request, "searches/search/list.html", {"searches": selectors.search_list()})
 
 
 @login_required
-@content_security_policy
 def search_new(request, code):
     problem = get_object_or_404(Problem, code=code)
     form = SearchStartForm(request.POST or None, initial={"device": problem.device})
@@ -72,18 +67,16 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
     end = search.finished_at or timezone.now()
     elapsed = (end - search.started_at).total_seconds() if search.started_at else None
     statuses = sorted({k["status"] for k in tree["kernels"]})
-    idea_stats = selectors.search_idea_stats(tree)
+    insights = insights_context(search, tree)
     return {
         "search": search,
         "problem": search.problem,
         "tree_html": mark_safe(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
-                                         idea_stats=idea_stats)),  # noqa: S308  escaped inside
+                                         idea_stats=insights["all_idea_stats"])),  # noqa: S308  escaped inside
         "kernel_count": len(tree["kernels"]),
         "idea_count": len(tree["ideas"]),
         "best": tree["best"],
-        "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
-        "idea_stats": idea_stats[:IDEA_TABLE_ROWS],
-        "idea_stats_more": max(0, len(idea_stats) - IDEA_TABLE_ROWS),
+        **insights,
         "planned": planned,
         "percent": min(100, round(100 * search.candidates_evaluated / planned)) if planned else 0,
         "elapsed": elapsed,
@@ -94,6 +87,7 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
         "live": {
             "code": str(search.code), "seq": last_seq, "ws": f"/ws/searches/{search.code}/",
             "kernel_url": reverse("kernel_detail", kwargs={"code": "00000000-0000-0000-0000-000000000000"}),
+            "insights_url": reverse("search_insights", kwargs={"code": search.code}),
             "marks": {k: list(v) for k, v in MARKS.items()}, "quarantine": list(QUARANTINE_MARK),
             "planned": planned, "active": search.status in Search.ACTIVE or search.status == Search.Status.PAUSED,
         } if not shared else None,
@@ -102,9 +96,29 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
     }
 
 
+def insights_context(search: Search, tree: dict) -> dict:
+    """The chart of best speedups by round and the ideas' success rates."""
+    idea_stats = selectors.search_idea_stats(tree)
+    return {
+        "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
+        "all_idea_stats": idea_stats,
+        "idea_stats": idea_stats[:IDEA_TABLE_ROWS],
+        "idea_stats_more": max(0, len(idea_stats) - IDEA_TABLE_ROWS),
+    }
+
+
+@login_required
+def search_insights(request, code):
+    """The chart and the ideas table alone: the search page fetches them again as kernels land."""
+    search = get_object_or_404(Search, code=code)
+    response = render(request, "searches/search/_insights.html",
+                      insights_context(search, selectors.search_tree(search=search)))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 @login_required
 @gzip_page  # a 2,000-kernel tree is ~1 MB of HTML, ~10x less compressed
-@content_security_policy
 def search_detail(request, code):
     search = get_object_or_404(Search.objects.select_related("problem", "created_by", "forked_from"), code=code)
     status = request.GET.get("status", "")
@@ -181,7 +195,6 @@ def idea_add(request, code):
 
 
 @login_required
-@content_security_policy
 def kernel_new(request, code=None, problem_code=None):
     """Submit a hand-written kernel to a search (code) or straight to a problem (problem_code)."""
     search = get_object_or_404(Search.objects.select_related("problem"), code=code) if code else None

@@ -18,7 +18,6 @@ from .compare import compare_context
 from .kernels import kernel_context
 from .leaderboards import leaderboard_context
 from .searches import error_text, search_context
-from .security import content_security_policy
 
 
 def link_target_url(link: ShareLink) -> str:
@@ -53,7 +52,6 @@ def _create(request, back: str, **target):
 
 @login_required
 @require_POST
-@content_security_policy
 def share_search(request, code):
     search = get_object_or_404(Search, code=code)
     return _create(request, reverse("search_detail", kwargs={"code": code}), kind=ShareLink.Kind.SEARCH, search=search)
@@ -61,7 +59,6 @@ def share_search(request, code):
 
 @login_required
 @require_POST
-@content_security_policy
 def share_kernel(request, code):
     kernel = get_object_or_404(Kernel, code=code)
     return _create(request, reverse("kernel_detail", kwargs={"code": code}), kind=ShareLink.Kind.KERNEL, kernel=kernel)
@@ -69,7 +66,6 @@ def share_kernel(request, code):
 
 @login_required
 @require_POST
-@content_security_policy
 def share_leaderboard(request, code):
     problem = get_object_or_404(Problem, code=code)
     device = request.POST.get("device", "")[:200]
@@ -79,7 +75,6 @@ def share_leaderboard(request, code):
 
 @login_required
 @require_POST
-@content_security_policy
 def share_compare(request):
     form = CompareForm(request.POST)
     if not form.is_valid():
@@ -113,7 +108,6 @@ def share_revoke(request, pk):
 
 @require_GET
 @never_cache
-@content_security_policy
 def shared(request, token):
     link = selectors.share_link_by_token(token)
     if link is None:

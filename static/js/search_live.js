@@ -204,6 +204,25 @@
     elapsed.textContent = Math.max(0, Math.round((Date.now() - Date.parse(elapsed.dataset.started)) / 1000)) + " s";
   }, 1000);
 
+  // --- the chart and the ideas table ---------------------------------------------------------
+  // Both are drawn by the server: after a verdict lands, fetch them again, at most once every
+  // INSIGHTS_GAP_MS, the last change always included.
+  const INSIGHTS_GAP_MS = 2000;
+  const insights = document.getElementById("insights");
+  let insightsDue = null, insightsAt = 0;
+  function refreshInsights() {
+    if (!insights || !cfg.insights_url || insightsDue !== null) return;
+    insightsDue = setTimeout(() => {
+      insightsAt = Date.now();
+      fetch(cfg.insights_url, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
+        .then((html) => { insights.innerHTML = html; state.insightsRefreshed = (state.insightsRefreshed || 0) + 1; })
+        .catch(() => {})  // the next event tries again; the page stays as it was
+        .finally(() => { insightsDue = null; });
+    }, Math.max(0, insightsAt + INSIGHTS_GAP_MS - Date.now()));
+  }
+  const UNSETTLED = new Set(["pending", "evaluating"]);
+
   // --- the websocket ------------------------------------------------------------------------
   let pending = false;
   function afterTreeChange() {
@@ -214,8 +233,11 @@
   function apply(message) {
     const p = message.payload || {};
     switch (message.kind) {
-      case "kernel.created": case "kernel.updated": applyKernel(p); afterTreeChange(); break;
-      case "idea.created": applyIdea(p); afterTreeChange(); break;
+      case "kernel.created": case "kernel.updated":
+        applyKernel(p); afterTreeChange();
+        if (!UNSETTLED.has(p.status)) refreshInsights();
+        break;
+      case "idea.created": applyIdea(p); afterTreeChange(); refreshInsights(); break;
       case "search.status": applyStatus(p); break;
       case "search.progress": applyProgress(p); break;
       case "round.started": setText("p-round", String(p.round)); break;

@@ -23,6 +23,8 @@ def upload(page, tmp_path, filename, source):
 
 def test_upload_a_problem_and_see_it_validated_with_baselines(logged_in_page, tmp_path):
     page = logged_in_page
+    blocked = []
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
     page.get_by_role("link", name="New problem").click()
     path = tmp_path / "23_Softmax.py"
     path.write_text(SOFTMAX)
@@ -53,6 +55,7 @@ def test_upload_a_problem_and_see_it_validated_with_baselines(logged_in_page, tm
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".description")).to_have_text("Row-wise softmax, edited.")
     expect(page.locator("#validation-badge")).to_have_text("Valid")
+    assert blocked == []  # the problem pages need no inline script or style either
 
 
 def test_syntax_error_is_shown_with_its_line(logged_in_page):

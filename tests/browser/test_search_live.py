@@ -142,3 +142,19 @@ out = {{}}
     page.locator("#btn-cancel").click()
     expect(page.locator("#search-status")).to_have_text("Cancelled")
     expect(page.locator("#btn-cancel")).to_be_hidden()
+
+
+def test_chart_and_idea_table_follow_new_verdicts(logged_in_page, stack):
+    seeded = dashboard_seed.small_search(stack, "insights search")
+    page = logged_in_page
+    blocked = []
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto(f"/searches/{seeded['search']}/")
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page.locator("#chart-card svg.chart")).to_be_visible()
+    expect(page.locator("#chart-card svg.chart text", has_text="R3")).to_have_count(0)
+    dashboard_seed.add_kernels(stack, seeded["search_id"], seeded["i2"], ["round three kernel"], title="Split the work")
+    # Without a reload: the ideas table gains the new idea and the chart a third round.
+    expect(page.locator("#idea-stats")).to_contain_text("Split the work", timeout=5000)
+    expect(page.locator("#chart-card svg.chart text", has_text="R3")).to_have_count(1)
+    assert blocked == []

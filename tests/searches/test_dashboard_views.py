@@ -49,7 +49,8 @@ def test_every_page_needs_a_login(client, tree):
             reverse("kernel_bundle", args=[k.code]), reverse("compare") + f"?a={k.code}&b={tree['seed'].code}",
             reverse("leaderboard", args=[tree["problem"].code]), reverse("leaderboard_json", args=[tree["problem"].code]),
             reverse("leaderboard_csv", args=[tree["problem"].code]), reverse("leaderboard_index"),
-            reverse("search_new", args=[tree["problem"].code])]
+            reverse("search_new", args=[tree["problem"].code]),
+            reverse("search_insights", args=[tree["search"].code])]
     client.logout()
     for url in urls:
         response = client.get(url)
@@ -105,6 +106,28 @@ def test_search_progress_chart_and_idea_stats(client, tree):
     assert '<svg class="chart"' in html and "polyline" in html
     # Idea A: 2 of 3 evaluated kernels correct (the quarantined one is correct too).
     assert "Vectorise loads</td><td class=\"num\">1</td><td class=\"num\">2/3</td>" in html
+
+
+def test_insights_fragment_follows_new_verdicts(client, tree):
+    url = reverse("search_insights", args=[tree["search"].code])
+    before = client.get(url)
+    html = before.content.decode()
+    assert before["Cache-Control"] == "no-store" and "<html" not in html  # the fragment alone
+    assert 'id="chart-card"' in html and "Fuse the epilogue" in html and "1/2" in html  # idea B: faster ok, slowpoke not
+    idea_c = d.idea(search=tree["search"], parent_kernel=tree["faster"], title="Split the reduction", round=3)
+    d.kernel(problem=tree["problem"], search=tree["search"], idea=idea_c, parent=tree["faster"], round=3,
+             median_ms=0.1, name="fastest")
+    html = client.get(url).content.decode()
+    assert "Split the reduction" in html and ">R3</text>" in html and "10.00" in html  # 1 / 0.1 ms vs eager
+
+
+def test_every_response_carries_the_content_security_policy(client, tree):
+    urls = [reverse("home"), reverse("problem_list"), reverse("problem_detail", args=[tree["problem"].code]),
+            reverse("problem_create"), reverse("search_insights", args=[tree["search"].code]), "/admin/"]
+    for url in urls:
+        assert client.get(url)["Content-Security-Policy"] == POLICY, url
+    client.logout()
+    assert client.get(reverse("login"))["Content-Security-Policy"] == POLICY
 
 
 def test_kernel_page_sections(client, tree):
