@@ -74,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "searches.views.security.ContentSecurityPolicyMiddleware",
+    "searches.views.security.RejectNulMiddleware",
 ]
 
 ROOT_URLCONF = "kernellab.urls"

@@ -4,7 +4,7 @@ to anyone holding the token, without a login, until it is revoked (404 afterward
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -103,7 +103,7 @@ def share_revoke(request, pk):
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         back = link_target_url(link)
-    return redirect(back)
+    return HttpResponseRedirect(back)  # a URL, never a view name for redirect() to resolve
 
 
 @require_GET
