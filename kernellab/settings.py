@@ -114,7 +114,9 @@ else:
                 "timeout": 30,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
-            "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or None},
+            # A file, not SQLite's shared-cache memory database: tests with threads and processes get
+            # WAL and the busy timeout, not "database table is locked" errors.
+            "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
         }
     }
 

@@ -5,34 +5,13 @@ result is kept but quarantined until a person looks at it."""
 
 from __future__ import annotations
 
+from . import ceilings
+
 MAX_SPEEDUP = 10.0
-
-# Measured ceilings (bytes/s, FLOP/s at the fastest matrix rate). H200: triton do_bench
-# medians on the project's machine (copy 4.25 TB/s; FP32 51, TF32 353, BF16 677 TFLOP/s).
-CEILINGS = {
-    "H200": (4.25e12, 677e12),
-    "H100": (3.35e12, 990e12),  # datasheet, until measured
-}
-# Unknown GPUs and CPUs get ceilings no real part reaches, so the floor never flags an
-# honest kernel there; the 10x rule still applies.
-UNKNOWN_GPU = (10e12, 2e15)
-CPU = (1e12, 20e12)
-
-
-def ceilings(device: str, device_name: str | None) -> tuple[float, float]:
-    if device == "cpu":
-        return CPU
-    for key, values in CEILINGS.items():
-        if key in (device_name or ""):
-            return values
-    return UNKNOWN_GPU
 
 
 def floor_ms(device: str, device_name: str | None, flops: int | None, min_bytes: int | None) -> float | None:
-    if not flops and not min_bytes:
-        return None
-    bandwidth, rate = ceilings(device, device_name)
-    return max((min_bytes or 0) / bandwidth, (flops or 0) / rate) * 1000.0
+    return ceilings.floor_ms(ceilings.bound_for_quarantine(device, device_name), flops, min_bytes)
 
 
 def judge(median_ms: float, baseline: dict, floor: float | None) -> tuple[bool, str]:

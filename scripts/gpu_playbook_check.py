@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check every playbook CUDA kernel on the catalog's GPU problems, at full size, on a GPU host.
 
-    python3 scripts/gpu_playbook_check.py [--keys KEY,KEY] [--no-compile] [--out DIR]
+    python3 scripts/gpu_playbook_check.py [--keys KEY,KEY] [--recipes SLUG,SLUG] [--no-compile] [--out DIR]
 
 For each problem: float64 truth on two input distributions (the problem's own and a large
 offset, mean ~1000 / std ~0.1), the error ratio max|y - truth| / (atol + rtol|truth|) with
@@ -32,10 +32,13 @@ from searches.catalog import playbook  # noqa: E402
 MISSION = ("matmul-4096x4096", "conv2d-100x3x224x224", "softmax-4096x65536", "layernorm-16x64x256x256",
            "conv-relu-maxpool-100x3x224x224")
 ATOL = RTOL = 1e-4
+ONLY: set[str] | None = None  # --recipes: measure only these recipe slugs
 
 
 def kernels_of(problem):
     for recipe in playbook.recipes(problem.family, "cuda"):
+        if ONLY is not None and recipe.slug not in ONLY:
+            continue
         for variant in range(len(recipe.variants)):
             yield recipe, variant
 
@@ -126,6 +129,8 @@ def check(keys, with_compile: bool, out: Path) -> list[dict]:
         total, skip = len(list(kernels_of(get(key)))), 0
         while skip <= total:
             command = [sys.executable, __file__, "--child", key, "--skip", str(skip), "--out", str(out)]
+            if ONLY is not None:
+                command += ["--recipes", ",".join(sorted(ONLY))]
             try:
                 code = subprocess.run(command + ([] if with_compile else ["--no-compile"]), timeout=300).returncode
             except subprocess.TimeoutExpired:  # a spinning kernel: only killing the process recovers
@@ -175,11 +180,14 @@ def summarise(rows: list[dict], keys) -> tuple[dict, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", default=",".join(MISSION), help="catalog keys (cuda problems)")
+    parser.add_argument("--recipes", default="", help="only these recipe slugs (default: every recipe)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--child")
     parser.add_argument("--skip", type=int, default=0)
     args = parser.parse_args()
+    global ONLY
+    ONLY = {r for r in args.recipes.split(",") if r} or None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.child:

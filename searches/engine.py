@@ -30,7 +30,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import events, jobs
+from . import events, jobs, selectors
 from .models import EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
 from .proposers.base import (
     Exchange,
@@ -580,10 +580,13 @@ def problem_context(search: Search) -> ProblemContext:
 
 
 def kernel_context(kernel: Kernel) -> KernelContext:
+    sol = selectors.speed_of_light(kernel.problem, kernel)
     return KernelContext(
         id=kernel.id, source=kernel.source, status=kernel.status, median_ms=kernel.median_ms,
         speedup_vs_eager=kernel.speedup_vs_eager, speedup_vs_compile=kernel.speedup_vs_compile,
         reason=kernel.reason, idea_title=kernel.idea.title if kernel.idea_id else "",
+        speed_of_light=(f"{sol['fraction']:.0%} of the speed of light on the {sol['device']} (floor {sol['floor_ms']:.4g} "
+                        f"ms, {sol['bound']}-bound: {sol['basis']})") if sol else "",
     )
 
 

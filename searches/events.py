@@ -16,6 +16,7 @@ Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
 
 from django.db import transaction
 
+from . import selectors
 from .models import Search, SearchEvent
 
 
@@ -68,6 +69,7 @@ def kernel_payload(kernel) -> dict:
         "speedup_vs_eager": kernel.speedup_vs_eager,
         "speedup_vs_compile": kernel.speedup_vs_compile,
         "precision": kernel.precision,
+        "speed_of_light": (selectors.speed_of_light(kernel.problem, kernel) or {}).get("fraction"),
         "verified": kernel.verified,
         "approved": kernel.approved_at is not None,
     }

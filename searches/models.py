@@ -349,6 +349,8 @@ class BenchmarkRun(models.Model):
 class Worker(models.Model):
     """An evaluation worker process (one per GPU), seen through its heartbeats."""
 
+    HEARTBEAT_SECONDS = 10  # between jobs from its main loop, during one from the job's lease renewer
+
     name = models.CharField(max_length=200, unique=True)
     host = models.CharField(max_length=200, blank=True)
     pid = models.PositiveIntegerField(null=True, blank=True)

@@ -27,7 +27,7 @@ from .models import Worker as WorkerRow
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_SECONDS = 10
+HEARTBEAT_SECONDS = WorkerRow.HEARTBEAT_SECONDS  # the Workers page reads it from the model
 REKICK_SECONDS = 60
 
 
@@ -65,7 +65,7 @@ class EvaluationWorker:
         freed = jobs.expire_leases_of(self.name)
         if freed:
             log.warning("%s: %d job(s) held by an earlier run under this name were freed", self.name, freed)
-        self._heartbeat(force=True)
+        self._heartbeat(force=True, started=True)
         try:
             with runner.Pool(device=self.device, size=self.pool_size) as pool:
                 while not self.stopping:
@@ -168,13 +168,15 @@ class EvaluationWorker:
 
     # --- bookkeeping ---------------------------------------------------------------------------
 
-    def _heartbeat(self, *, force: bool = False, current_job="keep") -> None:
+    def _heartbeat(self, *, force: bool = False, current_job="keep", started: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last_heartbeat < HEARTBEAT_SECONDS:
             return
         self._last_heartbeat = now
         fields = {"host": socket.gethostname(), "pid": os.getpid(), "device": self.device,
                   "heartbeat_at": timezone.now()}
+        if started:  # a restart under the same name is a new life of the worker
+            fields["started_at"] = fields["heartbeat_at"]
         if self.device_name:
             fields["device_name"] = self.device_name
         if current_job != "keep":
@@ -197,7 +199,8 @@ class EvaluationWorker:
 
 
 class _LeaseRenewer(threading.Thread):
-    """Keeps a running job's lease fresh, so a long evaluation is not taken for a dead worker."""
+    """While a job runs: keeps its lease fresh, so a long evaluation is not taken for a dead
+    worker, and keeps the worker's heartbeat going, so the Workers page sees it alive."""
 
     def __init__(self, job_id: int, worker_name: str):
         super().__init__(daemon=True, name=f"lease-{job_id}")
@@ -205,16 +208,22 @@ class _LeaseRenewer(threading.Thread):
         self.worker_name = worker_name
         self._stop_event = threading.Event()
         self.interval = max(0.5, settings.JOB_LEASE_SECONDS / 3)
+        self.beat = min(self.interval, HEARTBEAT_SECONDS)
 
     def run(self) -> None:
+        renewed = time.monotonic()
         try:
-            while not self._stop_event.wait(self.interval):
+            while not self._stop_event.wait(self.beat):
                 try:
+                    WorkerRow.objects.filter(name=self.worker_name).update(heartbeat_at=timezone.now())
+                    if time.monotonic() - renewed < self.interval:
+                        continue
+                    renewed = time.monotonic()
                     if not jobs.renew(self.job_id, self.worker_name):
                         log.warning("job %s: lease lost to another worker", self.job_id)
                         return
                 except OperationalError:
-                    log.warning("job %s: lease renewal skipped (database busy)", self.job_id)
+                    log.warning("job %s: heartbeat or lease renewal skipped (database busy)", self.job_id)
         finally:
             connection.close()
 

@@ -214,6 +214,8 @@ def _kernel_block(name: str, kernel: KernelContext | None) -> str:
             fared += f", {kernel.speedup_vs_eager:.2f}x vs eager"
         if kernel.speedup_vs_compile:
             fared += f", {kernel.speedup_vs_compile:.2f}x vs torch.compile"
+        if kernel.speed_of_light:
+            fared += f", {kernel.speed_of_light}"
     else:
         fared = kernel.status
     idea = f" (from the idea: {kernel.idea_title})" if kernel.idea_title else ""

@@ -52,6 +52,7 @@ class KernelContext:
     speedup_vs_compile: float | None = None
     reason: str = ""
     idea_title: str = ""
+    speed_of_light: str = ""  # e.g. "72% of the speed of light (floor 0.505 ms, memory-bound: ...)"
 
 
 @dataclass

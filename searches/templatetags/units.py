@@ -1,4 +1,4 @@
-"""Numbers for people: milliseconds, FLOPs and bytes (`{% load units %}`)."""
+"""Numbers for people: milliseconds, FLOPs, bytes and ages (`{% load units %}`)."""
 
 from django import template
 
@@ -53,3 +53,22 @@ def tolerance(value):
     """atol/rtol as stored: None means the dtype's default, decided by the runner."""
     v = _number(value)
     return "dtype default" if v is None else f"{v:g}"
+
+
+@register.filter
+def age(seconds):
+    """How long ago, from a number of seconds, coarser as it grows: 12 s, 4 min, 3 h, 2 d."""
+    v = _number(seconds)
+    if v is None:
+        return DASH
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if v >= 2 * size:
+            return f"{v // size:.0f} {unit}"
+    return f"{max(v, 0):.0f} s"
+
+
+@register.filter
+def percent(fraction):
+    """A fraction as a whole percentage: 0.7207 -> 72%."""
+    v = _number(fraction)
+    return DASH if v is None else f"{v:.0%}"

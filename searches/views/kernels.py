@@ -42,6 +42,7 @@ def kernel_context(kernel: Kernel, *, shared: bool = False) -> dict:
         "parent": parent, "call": kernel.call, "runs": runs, "run": run, "diff": diff,
         "correctness": correctness, "distributions": correctness.get("per_distribution") or [],
         "timing": (run.timing or {}) if run else {},
+        "sol": selectors.speed_of_light(kernel.problem, kernel),
         "timing_chart": mark_safe(timing_chart(run.timing if run else None)),  # noqa: S308  numbers only
         "environment": (run.environment or {}) if run else {},
         "baseline": (run.baseline or {}) if run else {},

@@ -149,4 +149,6 @@ def _timing(k: dict) -> str:
         parts.append(f'{k["speedup_vs_eager"]:.2f}× eager')
     if k["speedup_vs_compile"] is not None:
         parts.append(f'{k["speedup_vs_compile"]:.2f}× compile')
+    if k.get("sol") is not None:
+        parts.append(f'{k["sol"]:.0%} SOL')
     return " · ".join(parts)

@@ -69,6 +69,7 @@
     const parts = [num(k.median_ms, 4) + " ms"];
     if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× eager");
     if (k.speedup_vs_compile !== null) parts.push(k.speedup_vs_compile.toFixed(2) + "× compile");
+    if (k.speed_of_light !== null && k.speed_of_light !== undefined) parts.push(Math.round(k.speed_of_light * 100) + "% SOL");
     return parts.join(" · ");
   }
 
@@ -214,9 +215,13 @@
     if (!insights || !cfg.insights_url || insightsDue !== null) return;
     insightsDue = setTimeout(() => {
       insightsAt = Date.now();
-      fetch(cfg.insights_url, { credentials: "same-origin" })
+      fetch(cfg.insights_url, { credentials: "same-origin", redirect: "error" })  // not a login page
         .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
-        .then((html) => { insights.innerHTML = html; state.insightsRefreshed = (state.insightsRefreshed || 0) + 1; })
+        .then((html) => {
+          // Parsed in a detached document (inert: nothing in it runs), then moved in.
+          const fresh = new DOMParser().parseFromString(html, "text/html").body;
+          insights.replaceChildren(...fresh.childNodes);
+        })
         .catch(() => {})  // the next event tries again; the page stays as it was
         .finally(() => { insightsDue = null; });
     }, Math.max(0, insightsAt + INSIGHTS_GAP_MS - Date.now()));

@@ -130,6 +130,32 @@ def test_every_response_carries_the_content_security_policy(client, tree):
     assert client.get(reverse("login"))["Content-Security-Policy"] == POLICY
 
 
+def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree):
+    from searches import engine, events, selectors
+
+    problem = tree["problem"]
+    problem.min_bytes = 0.25e-3 * 4.25e12  # 0.25 ms of H200 bandwidth: "fast" (0.5 ms) is at 50%
+    problem.save(update_fields=["min_bytes"])
+    html = client.get(reverse("search_detail", args=[tree["search"].code])).content.decode()
+    assert "0.5 ms · 2.00× eager · 1.60× compile · 50% SOL" in html and "25% SOL" in html  # fast, seed
+    page = client.get(reverse("kernel_detail", args=[tree["fast"].code])).content.decode()
+    assert "50%\n        · floor 0.25 ms, memory-bound: 1.06 GB at 4.25 TB/s on the H200" in page
+    board = client.get(reverse("leaderboard", args=[problem.code])).content.decode()
+    assert 'title="floor 0.25 ms: 1.06 GB at 4.25 TB/s">50%</td>' in board
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(
+        client.get(reverse("leaderboard_csv", args=[problem.code])).content.decode()))}
+    assert float(rows["faster"]["speed_of_light"]) == pytest.approx(1.0)
+    assert events.kernel_payload(tree["fast"])["speed_of_light"] == pytest.approx(0.5)
+    assert engine.kernel_context(tree["fast"]).speed_of_light == (  # what the proposer reads about a parent
+        "50% of the speed of light on the H200 (floor 0.25 ms, memory-bound: 1.06 GB at 4.25 TB/s)")
+    # Not on unknown GPUs, not for kernels that are not correct.
+    assert selectors.speed_of_light(problem, tree["broken"]) is None
+    tree["fast"].device_name = "Some Future GPU"
+    tree["fast"].save(update_fields=["device_name"])
+    assert selectors.speed_of_light(problem, tree["fast"]) is None
+    assert "unknown for this device or problem" in client.get(reverse("kernel_detail", args=[tree["fast"].code])).content.decode()
+
+
 def test_kernel_page_sections(client, tree):
     k = tree["fast"]
     html = client.get(reverse("kernel_detail", args=[k.code])).content.decode()

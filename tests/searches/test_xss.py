@@ -5,9 +5,10 @@ from html.parser import HTMLParser
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from searches import services
-from searches.models import Search
+from searches.models import EvaluationJob, Search, Worker
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
@@ -92,6 +93,9 @@ def world_with(payload: str, user):
     run.quarantine_reason = payload
     run.save()
     bad = d.kernel(problem=p, search=s, idea=idea, parent=seed, status="incorrect", name=payload, reason=payload)
+    running = EvaluationJob.objects.create(problem=p, kernel=k, status="leased", lease_owner=payload)
+    Worker.objects.create(name=payload, host=payload, device_name=payload, heartbeat_at=timezone.now(),
+                          current_job=running)
     return p, s, seed, k, bad
 
 
@@ -108,6 +112,7 @@ def test_payload_is_inert_on_every_page(client, payload):
         reverse("leaderboard", args=[p.code]) + "?device=" + payload, reverse("leaderboard", args=[p.code]),
         reverse("leaderboard_index"), reverse("search_new", args=[p.code]),
         reverse("search_kernel_new", args=[s.code]),
+        reverse("worker_list"), reverse("worker_list") + "?fragment=1", reverse("search_insights", args=[s.code]),
     ]
     shares = [
         services.share_link_create(user=user, kind="search", search=s, label=payload),
