@@ -108,6 +108,7 @@ WORKER_ALIVE, WORKER_STALE, WORKER_GONE = "alive", "stale", "gone"
 WORKER_STALE_AFTER = timedelta(seconds=3 * Worker.HEARTBEAT_SECONDS)  # three beats missed
 WORKER_GONE_AFTER = timedelta(seconds=settings.JOB_LEASE_SECONDS)
 JOB_FAILURES_WINDOW = timedelta(hours=24)
+WORKERS_FORGOTTEN_AFTER = timedelta(days=1)  # gone that long: counted, not listed (a restart is a new name)
 
 
 def worker_status(age: timedelta | None) -> str:
@@ -123,11 +124,14 @@ def worker_overview(*, now=None) -> dict:
     """The Workers page: every worker with its status, the job queue of each device, and warnings
     for devices whose jobs wait with no worker to take them. Two queries, whatever the counts."""
     now = now or timezone.now()
-    workers = [_worker_row(worker, now) for worker in (
+    rows = [_worker_row(worker, now) for worker in (
         Worker.objects.select_related("current_job__kernel__search__problem", "current_job__problem")
         .order_by(F("heartbeat_at").desc(nulls_last=True), "name"))]
+    forgotten = WORKERS_FORGOTTEN_AFTER.total_seconds()
+    workers = [row for row in rows if row["heartbeat_age"] is None or row["heartbeat_age"] <= forgotten]
     queues = job_queue_summary(now=now)
-    return {"workers": workers, "queues": queues, "warnings": _worker_warnings(workers, queues),
+    return {"workers": workers, "forgotten": len(rows) - len(workers), "queues": queues,
+            "warnings": _worker_warnings(workers, queues),
             "heartbeat_seconds": Worker.HEARTBEAT_SECONDS, "stale_after": WORKER_STALE_AFTER.total_seconds(),
             "gone_after": WORKER_GONE_AFTER.total_seconds()}
 

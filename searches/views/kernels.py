@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from .. import selectors, services
 from ..models import Kernel, ShareLink, Verdict
+from ..ratelimit import limits_sandbox_work
 from .diff_table import diff_rows, diff_stats, render_diff
 from .plots import timing_chart
 from .searches import error_text
@@ -151,6 +152,7 @@ def kernel_bundle(request, code):
 
 @login_required
 @require_POST
+@limits_sandbox_work
 def kernel_rerun(request, code):
     kernel = get_kernel(code)
     try:

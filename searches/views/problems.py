@@ -13,6 +13,7 @@ from .. import selectors, services
 from ..forms import ProblemCreateForm, ProblemForm
 from ..models import Problem
 from ..problem_checks import human_size
+from ..ratelimit import limits_sandbox_work
 
 
 def _form_page(request, context):
@@ -53,6 +54,7 @@ def problem_validation_status(request, code):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@limits_sandbox_work
 def problem_create(request):
     form = ProblemCreateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -68,6 +70,7 @@ def problem_create(request):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@limits_sandbox_work
 def problem_edit(request, code):
     problem = get_object_or_404(Problem, code=code)
     if not problem.is_latest:
@@ -96,6 +99,7 @@ def problem_edit(request, code):
 
 @login_required
 @require_POST
+@limits_sandbox_work
 def problem_revalidate(request, code):
     problem = get_object_or_404(Problem, code=code)
     services.problem_request_validation(problem=problem, user=request.user)

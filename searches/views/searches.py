@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchStartForm
 from ..models import Kernel, Problem, Search, ShareLink, Verdict
+from ..ratelimit import limits_sandbox_work
 from .plots import speedup_chart
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
 
@@ -43,6 +44,7 @@ def search_list(request):
 
 
 @login_required
+@limits_sandbox_work
 def search_new(request, code):
     problem = get_object_or_404(Problem, code=code)
     form = SearchStartForm(request.POST or None, initial={"device": problem.device})
@@ -154,6 +156,7 @@ def search_control(request, code, action):
 
 @login_required
 @require_POST
+@limits_sandbox_work
 def search_fork(request, code):
     search = get_object_or_404(Search, code=code)
     from_kernel = None
@@ -173,6 +176,7 @@ def search_fork(request, code):
 
 @login_required
 @require_POST
+@limits_sandbox_work
 def idea_add(request, code):
     search = get_object_or_404(Search, code=code)
     form = IdeaAddForm(request.POST)
@@ -195,6 +199,7 @@ def idea_add(request, code):
 
 
 @login_required
+@limits_sandbox_work
 def kernel_new(request, code=None, problem_code=None):
     """Submit a hand-written kernel to a search (code) or straight to a problem (problem_code)."""
     search = get_object_or_404(Search.objects.select_related("problem"), code=code) if code else None

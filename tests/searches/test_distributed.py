@@ -168,3 +168,23 @@ def test_web_pages_and_hostile_input_on_postgres(require_postgres):
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     assert result.returncode == 0 and " passed" in summary and "skipped" not in summary, result.stdout[-4000:]
+
+
+def test_rate_limits_hold_across_web_processes_through_redis(pg_url, require_redis):
+    """Failed logins counted by one web process block the next attempt in another."""
+    who = f"203.0.113.9|mallory-{uuid.uuid4().hex[:8]}"
+    count = f"""
+from searches import ratelimit
+for _ in range(ratelimit.LOGIN_FAILURES.count):
+    ratelimit.count(ratelimit.LOGIN_FAILURES, {who!r})
+print(json.dumps(ratelimit.retry_after(ratelimit.LOGIN_FAILURES, {who!r})))
+"""
+    check = f"""
+from django.conf import settings
+from searches import ratelimit
+print(json.dumps([settings.CACHES["default"]["BACKEND"], ratelimit.retry_after(ratelimit.LOGIN_FAILURES, {who!r}),
+                  ratelimit.retry_after(ratelimit.LOGIN_FAILURES, "someone else")]))
+"""
+    assert last_json(django_script(count, pg_url, REDIS_URL)) > 0
+    backend, wait, other = last_json(django_script(check, pg_url, REDIS_URL))
+    assert backend.endswith("RedisCache") and wait > 0 and other == 0

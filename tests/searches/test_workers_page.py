@@ -171,3 +171,14 @@ def test_queries_do_not_grow_with_the_number_of_workers(client, alice, django_as
     with django_assert_max_num_queries(6):  # session, user, workers, queue summary
         response = client.get(URL)
     assert response.content.decode().count('class="badge alive"') == 20
+
+
+def test_workers_silent_for_more_than_a_day_are_counted_not_listed(client, alice):
+    worker("today", silent_for=3600)
+    worker("last-week", silent_for=7 * 86400)
+    worker("last-month", silent_for=30 * 86400)
+    overview = selectors.worker_overview()
+    assert [row["worker"].name for row in overview["workers"]] == ["today"] and overview["forgotten"] == 2
+    html = client.get(URL).content.decode()
+    assert "today" in html and "last-week" not in html and "2 workers silent for more than a day not listed" in html
+
