@@ -378,11 +378,22 @@ def search_planned_candidates(search: Search) -> int:
     return max(1, search.rounds * per_round)
 
 
-def search_list(*, problem=None, limit: int = 200):
-    qs = Search.objects.select_related("problem", "created_by").order_by("-created_at")
+# kernel_is_ranked as a filter on a search's kernels.
+RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isnull=False)
+                  & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
+
+
+def search_list(*, problem=None, limit: int = 200) -> list[Search]:
+    """Newest first, each with its planned candidates and best ranked speedups (one query)."""
+    qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
+          .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
+                    best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
     if problem is not None:
         qs = qs.filter(problem=problem)
-    return qs[:limit]
+    searches = list(qs[:limit])
+    for search in searches:
+        search.planned = search_planned_candidates(search)
+    return searches
 
 
 def kernel_runs(*, kernel: Kernel):

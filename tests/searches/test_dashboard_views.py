@@ -156,6 +156,14 @@ def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree
     assert "unknown for this device or problem" in client.get(reverse("kernel_detail", args=[tree["fast"].code])).content.decode()
 
 
+def test_search_list_shows_progress_and_best_ranked_speedups(client, tree):
+    Search.objects.filter(pk=tree["search"].pk).update(candidates_evaluated=6, max_candidates=12)
+    html = client.get(reverse("search_list")).content.decode()
+    assert '<progress class="list-progress" max="12" value="6"></progress>\n        6/12' in html
+    # "faster" (4x eager, 3.2x compile) is the best ranked kernel; the quarantined 1000x one is not ranked.
+    assert '<td class="num">4.00</td>\n      <td class="num">3.20</td>' in html and "1000.00" not in html
+
+
 def test_kernel_page_sections(client, tree):
     k = tree["fast"]
     html = client.get(reverse("kernel_detail", args=[k.code])).content.decode()
