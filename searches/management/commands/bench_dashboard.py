@@ -181,15 +181,17 @@ def _make_search(user, kernels: int):
     from searches.models import Idea, Kernel, Problem, Search
 
     rng = random.Random(7)
+    # Byte counts and a GPU with known ceilings: every correct node shows its speed of light.
     problem = Problem.objects.create(name="Softmax (bench)", source="# bench\n", validation_status="ok",
-                                     validation={"outputs": [{"shape": [4096, 65536], "dtype": "float32"}]})
+                                     validation={"outputs": [{"shape": [4096, 65536], "dtype": "float32"}]},
+                                     flops=0, min_bytes=2 * 4096 * 65536 * 4)
     search = Search.objects.create(problem=problem, created_by=user, status="completed", rounds=5,
                                    parents_per_round=4, ideas_per_parent=5, kernels_per_idea=4,
                                    candidates_evaluated=kernels, started_at=timezone.now())
     source = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"
     seed = Kernel.objects.create(problem=problem, search=search, round=0, origin="seed", status="correct",
                                  median_ms=1.0, speedup_vs_eager=1.0, speedup_vs_compile=0.8, source=source,
-                                 device_name="bench-cpu")
+                                 device_name="NVIDIA H200", precision="fp32")
     parents, made = [seed], 1
     for round_number in range(1, 6):
         per_round = (kernels - 1) // 5 + (1 if round_number <= (kernels - 1) % 5 else 0)
@@ -204,7 +206,8 @@ def _make_search(user, kernels: int):
             batch.append(Kernel(problem=problem, search=search, idea=idea, parent_id=idea.parent_kernel_id,
                                 round=round_number, status=status, median_ms=ms, source=source,
                                 speedup_vs_eager=(1 / ms) if ms else None, speedup_vs_compile=(0.8 / ms) if ms else None,
-                                quarantined=rng.random() < 0.01, device_name="bench-cpu" if ms else ""))
+                                quarantined=rng.random() < 0.01, device_name="NVIDIA H200" if ms else "",
+                                precision="fp32" if ms else ""))
         created = Kernel.objects.bulk_create(batch)
         made += len(created)
         parents = sorted([k for k in created if k.median_ms], key=lambda k: k.median_ms)[:4] or parents
