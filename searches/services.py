@@ -309,9 +309,33 @@ def _user_label(user) -> str:
     return getattr(user, "get_username", lambda: "")() or "a user"
 
 
+# --- who may do what ------------------------------------------------------------------------
+# Everyone on the team reads everything and may fork any search. Steering a search (pause,
+# resume, cancel, its ideas and hand-written kernels: they spend its budget) belongs to the person
+# who started it and to administrators. A quarantined kernel is admitted by a second pair of eyes:
+# an administrator, or anyone but the person whose search or kernel it is. user=None is the
+# system itself (the headless command, the engine).
+
+def may_steer(search: Search, user) -> bool:
+    return user is None or user.is_staff or (search.created_by_id is not None and search.created_by_id == user.id)
+
+
+def _require_steer(search: Search, user, action: str) -> None:
+    if not may_steer(search, user):
+        raise PermissionDenied(f"Only the person who started this search, or an administrator, can {action}.")
+
+
+def may_approve(kernel: Kernel, user) -> bool:
+    if user is None or user.is_staff:
+        return True
+    owners = {kernel.author_id, kernel.search.created_by_id if kernel.search_id else None} - {None}
+    return user.id not in owners
+
+
 @transaction.atomic
 def search_pause(*, search: Search, user) -> Search:
     """Stop proposing new work; candidates already queued are still evaluated."""
+    _require_steer(search, user, "pause it")
     search = _search_locked(search)
     if search.status not in Search.ACTIVE:
         raise ValidationError(f"Only a queued or running search can be paused; this one is {search.status}.",
@@ -325,6 +349,7 @@ def search_pause(*, search: Search, user) -> Search:
 
 @transaction.atomic
 def search_resume(*, search: Search, user) -> Search:
+    _require_steer(search, user, "resume it")
     search = _search_locked(search)
     if search.status != Search.Status.PAUSED:
         raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
@@ -341,6 +366,7 @@ def search_resume(*, search: Search, user) -> Search:
 def search_cancel(*, search: Search, user) -> Search:
     """End the search for good. Queued candidates are dropped (marked failed, with the reason);
     one already running still reports its verdict."""
+    _require_steer(search, user, "cancel it")
     search = _search_locked(search)
     if search.status in Search.FINISHED:
         raise ValidationError(f"This search has already ended ({search.status}).", code="status")
@@ -441,6 +467,7 @@ def _search_copy_path(fork: Search, kernel: Kernel) -> Kernel:
 @transaction.atomic
 def idea_add(*, search: Search, user, parent_kernel: Kernel, title: str, description: str) -> Idea:
     """A person's idea for a parent kernel, implemented K times by the proposer like its own."""
+    _require_steer(search, user, "add ideas to it")
     search = _search_locked(search)
     if search.status in Search.FINISHED:
         raise ValidationError(f"This search has ended ({search.status}); fork it to try a new idea.", code="status")
@@ -480,6 +507,8 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
                               code="source")
     if problem.validation_status == Problem.Validation.INVALID:
         raise ValidationError("This problem failed validation; fix it before submitting kernels.", code="problem")
+    if search is not None:
+        _require_steer(search, user, "add kernels to it (submit it to the problem instead, or fork the search)")
     round_number = 0
     if search is not None:
         search = _search_locked(search)
@@ -657,6 +686,9 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
         if not kernel.verified:
             raise ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
                                    "a rerun with a new seed in a fresh process reproduced its time within 10%.")
+        if not may_approve(kernel, user):
+            raise PermissionDenied("A second person approves a quarantined kernel: ask a teammate or an administrator "
+                                   "(you started its search or wrote it).")
         if kernel.approved_by_id is None:
             kernel.approved_by = user
             kernel.approved_at = timezone.now()

@@ -64,6 +64,7 @@ def kernel_detail(request, code):
         "pending_rerun": selectors.kernel_pending_rerun(kernel=kernel),
         "share_links": selectors.share_links_for(kernel=kernel, kind=ShareLink.Kind.KERNEL),
         "share_kind": ShareLink.Kind.KERNEL,
+        "may_approve": services.may_approve(kernel, request.user),
     })
     return render(request, "searches/kernel/detail.html", context)
 

@@ -135,6 +135,7 @@ def search_detail(request, code):
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
         "parent_choices": selectors.search_parent_choices(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
+        "may_steer": services.may_steer(search, request.user),
     })
     return render(request, "searches/search/detail.html", context)
 
@@ -217,6 +218,8 @@ def kernel_new(request, code=None, problem_code=None):
                                                 search=search, parent=parent, name=form.cleaned_data["name"])
             except ValidationError as error:
                 add_service_errors(form, error)
+            except PermissionDenied as error:
+                form.add_error(None, error_text(error))
             else:
                 messages.success(request, "Kernel submitted: it is queued for evaluation.")
                 return redirect("kernel_detail", code=kernel.code)

@@ -7,6 +7,7 @@ import json
 import zipfile
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from searches.models import EvaluationJob, Search
@@ -187,9 +188,19 @@ def test_rerun_and_approve_buttons(client, tree, alice):
     assert "Rerun queued" in response.content.decode()
     cheat.verified = True
     cheat.save()
+    # alice started the search: a second person approves.
+    page = client.get(reverse("kernel_detail", args=[cheat.code])).content.decode()
+    assert 'id="btn-approve"' not in page
+    response = client.post(reverse("kernel_approve", args=[cheat.code]), follow=True)
+    assert "A second person approves a quarantined kernel" in response.content.decode()
+    cheat.refresh_from_db()
+    assert cheat.approved_by is None
+    bob = d.user("bob")
+    client.force_login(bob)
+    assert 'id="btn-approve"' in client.get(reverse("kernel_detail", args=[cheat.code])).content.decode()
     client.post(reverse("kernel_approve", args=[cheat.code]))
     cheat.refresh_from_db()
-    assert cheat.approved_by == alice
+    assert cheat.approved_by == bob
     # It is ranked now, and first: 0.001 ms.
     rows = json.loads(client.get(reverse("leaderboard_json", args=[tree["problem"].code])).content)["entries"]
     assert rows[0]["kernel"] == str(cheat.code) and rows[0]["rank"] == 1 and rows[0]["approved"]
@@ -321,6 +332,35 @@ def test_pause_resume_cancel_buttons(client, tree):
     response = client.post(reverse("search_pause", args=[s.code]), follow=True)
     assert "Could not pause the search" in response.content.decode()
     assert client.get(reverse("search_pause", args=[s.code])).status_code == 405
+
+
+def test_only_the_searchs_creator_or_an_administrator_steers_it(client, tree):
+    from searches import services
+
+    s = tree["search"]
+    client.force_login(d.user("bob"))
+    page = client.get(reverse("search_detail", args=[s.code])).content.decode()
+    assert 'id="btn-pause"' not in page and 'id="add-idea"' not in page and 'id="steer-note"' in page
+    response = client.post(reverse("search_pause", args=[s.code]), follow=True)
+    assert "Only the person who started this search, or an administrator, can pause it." in response.content.decode()
+    response = client.post(reverse("search_kernel_new", args=[s.code]), {"source": "class ModelNew: pass\n"})
+    assert "can add kernels to it" in response.content.decode()
+    with pytest.raises(PermissionDenied):
+        services.idea_add(search=s, user=d.user("carol"), parent_kernel=tree["fast"], title="t", description="")
+    s.refresh_from_db()
+    assert s.status == "running" and not s.kernels.filter(origin="user").exists()
+    # Anyone may fork it: the fork is theirs to steer.
+    tree["problem"].family = "softmax"  # the playbook can serve the fork
+    tree["problem"].save()
+    client.post(reverse("search_fork", args=[s.code]))
+    fork = Search.objects.get(forked_from=s)
+    assert fork.created_by.username == "bob" and 'id="btn-pause"' in client.get(
+        reverse("search_detail", args=[fork.code])).content.decode()
+    # An administrator, and the system itself (user=None), may steer any search.
+    services.search_pause(search=s, user=d.user("root", is_staff=True))
+    services.search_cancel(search=s, user=None)
+    s.refresh_from_db()
+    assert s.status == "cancelled"
 
 
 def test_add_idea_checks_the_parent_and_reaches_the_search(client, tree):
