@@ -45,7 +45,7 @@ def main() -> None:
     channel = Channel(control_fd, verdict_fd)
     from . import judge  # imports torch (the warm-up)
 
-    environment = judge.warm_up(device, channel.request_device)
+    environment = judge.warm_up(device)
     channel.send("ready", environment=environment)
     job = channel.receive()
     channel.nonce = job.get("nonce", "")

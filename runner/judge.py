@@ -37,27 +37,21 @@ class Verdict(Exception):
 
 # --- warm-up and environment ------------------------------------------------------------
 
-def warm_up(device: str, request_device=None) -> dict:
-    """Import and initialise what every job needs. The CPU-only part comes first; on a GPU,
-    `request_device` then waits for the parent's device lock, so this sandbox's CUDA context
-    and first launches never overlap another sandbox's timed runs (the parent releases the
-    lock when "ready" arrives)."""
+def warm_up(device: str) -> dict:
     threads = int(os.environ.get("KERNELLAB_THREADS", "1"))
     torch.set_num_threads(threads)
-    # Entering a dispatch mode imports torch._dynamo (seconds): pay for it here, warm, and
-    # the guarded functions it wraps are final before any snapshot.
-    importlib.import_module("torch._dynamo")
     if device == "cuda":
-        try:
-            import cupy  # noqa: F401  (pre-imported: the fast compile path)
-        except ImportError:
-            pass
-        if request_device is not None:
-            request_device()
         if not torch.cuda.is_available():
             raise SystemExit("CUDA is not available in this sandbox")
         torch.cuda.init()
         torch.empty(1, device="cuda")
+        try:
+            import cupy  # noqa: F401  (pre-imported: the fast compile path)
+        except ImportError:
+            pass
+    # Entering a dispatch mode imports torch._dynamo (seconds): pay for it here, warm, and
+    # the guarded functions it wraps are final before any snapshot.
+    importlib.import_module("torch._dynamo")
 
     with verify.OpRecorder():
         torch.zeros(8, device=device).sum()

@@ -34,9 +34,6 @@ RUNNER_ROOT = str(Path(__file__).resolve().parent.parent)
 OUTPUT_LIMIT = 8 * 1024 * 1024
 KEEP_OUTPUT = 8 * 1024
 WARM_UP_LIMIT = 180.0
-# A warming sandbox creates its CUDA context under the device lock, so the context creation and
-# first launches never land inside another candidate's timed runs; past this it is killed.
-WARM_DEVICE_LIMIT = 60.0
 
 PASS_THROUGH = (
     "PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "CC", "CXX", "LD_LIBRARY_PATH",
@@ -181,29 +178,13 @@ class Sandbox:
                 break
 
     def _read_verdicts(self) -> None:
-        warm_lock = None  # held from the warm-up's device request to its "ready"
-        try:
-            with os.fdopen(self._verdict_read, "rb") as pipe:
-                for line in pipe:
-                    try:
-                        message = json.loads(line)
-                    except ValueError:
-                        continue  # noise; the nonce check drops anything else
-                    if not isinstance(message, dict):
-                        continue
-                    warming = self.environment is None and not message.get("nonce")
-                    if warming and message.get("kind") == "device" and warm_lock is None:
-                        warm_lock = _WarmLock(self).acquire()
-                        self._send({"go": True})
-                        continue
-                    if message.get("kind") == "ready" and warm_lock is not None:
-                        warm_lock.release()
-                        warm_lock = None
-                    self.messages.put(message)
-        finally:
-            if warm_lock is not None:
-                warm_lock.release()
-            self.messages.put(None)
+        with os.fdopen(self._verdict_read, "rb") as pipe:
+            for line in pipe:
+                try:
+                    self.messages.put(json.loads(line))
+                except ValueError:
+                    continue  # noise; the nonce check drops anything else
+        self.messages.put(None)
 
     # --- running a job -------------------------------------------------------------------
 
@@ -355,25 +336,6 @@ class _Tail:
         skipped = self.total - len(self.head) - len(self.tail)
         middle = f"\n... ({skipped} bytes not kept) ...\n" if skipped > 0 else ""
         return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode(errors="replace")
-
-
-class _WarmLock:
-    """The device lock for a sandbox's warm-up, with a watchdog: a warm-up that holds it past
-    WARM_DEVICE_LIMIT is killed (its pipe then closes and the lock is released)."""
-
-    def __init__(self, sandbox: "Sandbox"):
-        self._lock = DeviceLock(sandbox.device)
-        self._watchdog = threading.Timer(WARM_DEVICE_LIMIT, sandbox.kill)
-        self._watchdog.daemon = True
-
-    def acquire(self) -> "_WarmLock":
-        self._lock.acquire()
-        self._watchdog.start()
-        return self
-
-    def release(self) -> None:
-        self._watchdog.cancel()
-        self._lock.release()
 
 
 class DeviceLock:
