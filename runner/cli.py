@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
-    bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 4 on cuda, 1 on cpu)")
+    bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 8 on cuda, 1 on cpu)")
     bench.add_argument("--candidates", type=int, default=None, help="candidates for the throughput run")
     bench.add_argument("--json", action="store_true")
     return top
