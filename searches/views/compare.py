@@ -19,6 +19,8 @@ def compare_context(a: Kernel, b: Kernel, *, shared: bool = False) -> dict:
                  "ratio": a.median_ms / b.median_ms,
                  "same_device": a.device_name == b.device_name}
     runs = [selectors.kernel_primary_run(selectors.kernel_runs(kernel=k)) for k in (a, b)]
+    for kernel in (a, b):
+        kernel.sol = selectors.speed_of_light(kernel.problem, kernel)
     return {
         "a": a, "b": b, "pair": [a, b], "delta": delta, "stats": diff_stats(rows),
         "diff": mark_safe(render_diff(rows, left_title=str(a), right_title=str(b))),  # noqa: S308  escaped inside

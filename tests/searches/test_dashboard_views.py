@@ -147,6 +147,8 @@ def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree
         client.get(reverse("leaderboard_csv", args=[problem.code])).content.decode()))}
     assert float(rows["faster"]["speed_of_light"]) == pytest.approx(1.0)
     assert events.kernel_payload(tree["fast"])["speed_of_light"] == pytest.approx(0.5)
+    compare = client.get(reverse("compare"), {"a": tree["fast"].code, "b": tree["faster"].code}).content.decode()
+    assert 'title="floor 0.25 ms: 1.06 GB at 4.25 TB/s on the H200">50%</dd>' in compare and ">100%</dd>" in compare
     assert engine.kernel_context(tree["fast"]).speed_of_light == (  # what the proposer reads about a parent
         "50% of the speed of light on the H200 (floor 0.25 ms, memory-bound: 1.06 GB at 4.25 TB/s)")
     # Not on unknown GPUs, not for kernels that are not correct.
