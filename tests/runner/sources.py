@@ -91,33 +91,8 @@ class ModelNew(nn.Module):
         return y
 '''
 
-SOFTMAX_KERNEL = _C_PRELUDE + '''
-LIB = build(r"""
-#include <math.h>
-#include <stdint.h>
-void softmax_rows(const float *x, float *y, int64_t rows, int64_t cols) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *in = x + r * cols;
-        float *out = y + r * cols;
-        float m = in[0];
-        for (int64_t c = 1; c < cols; c++) m = in[c] > m ? in[c] : m;
-        double s = 0.0;
-        for (int64_t c = 0; c < cols; c++) { float e = expf(in[c] - m); out[c] = e; s += e; }
-        float inv = (float)(1.0 / s);
-        for (int64_t c = 0; c < cols; c++) out[c] *= inv;
-    }
-}
-""")
-LIB.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        LIB.softmax_rows(x.data_ptr(), y.data_ptr(), x.shape[0], x.shape[1])
-        return y
-'''
+# The runner benchmark's C softmax (cc + ctypes), the same kernel the CPU bench times.
+SOFTMAX_KERNEL = bench.CPU_SOFTMAX_KERNEL
 
 _LAYERNORM_TEMPLATE = _C_PRELUDE + '''
 LIB = build(r"""

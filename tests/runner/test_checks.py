@@ -8,29 +8,11 @@ import pytest
 
 from runner.checks import check_source
 
+from . import sources
 from .corpus import cases, read
 
 SOFTMAX = read("problems/softmax.py")
 LAYERNORM = read("problems/layernorm.py")
-
-LAYERNORM_MODULE_PROBLEM = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self, features):
-        super().__init__()
-        self.ln = nn.LayerNorm(features)
-
-    def forward(self, x):
-        return self.ln(x)
-
-def get_inputs():
-    return [torch.randn(8, 64)]
-
-def get_init_inputs():
-    return [64]
-'''
 
 # A C kernel built with the system compiler, as docs/KERNEL_FORMAT.md describes; {forward} is the
 # body of ModelNew.forward and {extra} more module-level code.
@@ -388,7 +370,7 @@ def test_reference_op_in_forward(forward, words):
 def test_reference_module_called_through_an_nn_module():
     source = kernel(forward="return self.ln(x)").replace(
         "super().__init__()", "super().__init__()\n        self.ln = nn.LayerNorm(64)")
-    found = assert_flagged(source, "layernorm", reference_source=LAYERNORM_MODULE_PROBLEM)
+    found = assert_flagged(source, "layernorm", reference_source=sources.LAYERNORM_PROBLEM)
     assert any("self.ln()" in r for r in found)
 
 
