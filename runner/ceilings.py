@@ -62,8 +62,13 @@ def floor_ms(ceilings: Ceilings, flops: float | None, min_bytes: float | None, p
 
 
 def speed_of_light(*, device_name: str | None, flops: float | None, min_bytes: float | None,
-                   precision: str | None, median_ms: float | None) -> dict | None:
-    """How close a measured time is to the floor on a known device: fraction = floor / time."""
+                   precision: str | None, median_ms: float | None, flops_upper_bound: bool = False) -> dict | None:
+    """How close a measured time is to the floor on a known device: fraction = floor / time.
+
+    `flops_upper_bound`: the problem's FLOPs may count work its output does not need (see
+    runner.problem.flop_facts), so a compute-bound floor, and the fraction, may be too high: the
+    result says so ("upper_bound"). A fraction above 1 is never shown as plain: "exceeds_floor"
+    says the time beat the floor, and the basis says why that can happen."""
     ceilings = measured(device_name)
     if ceilings is None or not median_ms:
         return None
@@ -79,5 +84,14 @@ def speed_of_light(*, device_name: str | None, flops: float | None, min_bytes: f
         rate = ceilings.rate(precision)
         label = precision if precision in ceilings.rates else "fastest"
         basis = f"{(flops or 0) / 1e9:.3g} GFLOP at {rate / 1e12:.3g} TFLOP/s ({label})"
-    return {"fraction": floor / median_ms, "floor_ms": floor, "bound": bound, "basis": basis,
-            "device": ceilings.name, "source": ceilings.source}
+        if flops_upper_bound:
+            basis = "at most " + basis + " (the FLOP count may include work the output does not need)"
+    upper_bound = bool(flops_upper_bound) and bound == "compute"
+    fraction = floor / median_ms
+    exceeds = fraction > 1.0 + 1e-9  # not a rounding error of a time equal to the floor
+    if exceeds:
+        basis += ("; the time beat this floor: the FLOP count overstates the work" if upper_bound else
+                  "; the time beat this floor: the work counted or the device's rate is wrong, or the kernel "
+                  "computes at a faster precision than the one recorded")
+    return {"fraction": fraction, "floor_ms": floor, "bound": bound, "basis": basis, "upper_bound": upper_bound,
+            "exceeds_floor": exceeds, "device": ceilings.name, "source": ceilings.source}
