@@ -135,9 +135,10 @@ def count_flops(model, inputs) -> int:
 def flop_facts(model, inputs) -> dict:
     """{"flops": useful FLOPs, "flops_as_written": PyTorch's flop counter's figure,
     "flops_upper_bound": True when the useful work may be less than "flops" (it depends on values
-    or overlapping uses the analysis only bounds), "family": the op family}."""
+    or overlapping uses the analysis only bounds), "values_known": False on the meta device (zero
+    operands and masks cannot be seen there), "family": the op family}."""
     trace = trace_forward(model, inputs)
-    return {**trace.flop_figures(), "family": trace.family()}
+    return {**trace.flop_figures(), "values_known": trace.values_known, "family": trace.family()}
 
 
 def trace_forward(model, inputs) -> "ForwardTrace":
@@ -184,7 +185,7 @@ def _flop_formulas() -> dict:
 
 class _Node:
     __slots__ = ("name", "short", "sources", "in_numels", "out_numels", "flops", "sparse_flops", "keep", "root",
-                 "demand", "approx", "pointwise", "mask_fraction", "contributions")
+                 "demand", "approx", "pointwise", "mask_fraction", "masks_unknown", "contributions", "vague")
 
     def __init__(self, name, short, sources, in_numels, out_numels):
         self.name, self.short, self.sources = name, short, sources
@@ -192,11 +193,13 @@ class _Node:
         self.flops, self.sparse_flops = 0, None
         self.keep = None  # triu/tril: fraction of the input kept
         self.mask_fraction = None  # masked_fill / where: fraction of positions taken from the first tensor
+        self.masks_unknown = False  # masked_fill / where on the meta device: that fraction is unknown
         self.root = False  # its result leaves the graph (a Python value, a write into a leaf)
         self.pointwise = False
         self.demand = [0.0] * len(out_numels)
         self.contributions = [0] * len(out_numels)
-        self.approx = False
+        self.approx = False  # its demand is a bound (overlapping partial uses)
+        self.vague = False  # its output feeds a selection whose values are unknown
 
 
 class ForwardTrace(TorchDispatchMode):
@@ -263,6 +266,7 @@ class ForwardTrace(TorchDispatchMode):
             node.mask_fraction = 1.0 - float(bound["mask"].float().mean())
         if name == "aten.where.self" and self.values_known:
             node.mask_fraction = float(bound["condition"].float().mean())
+        node.masks_unknown = not self.values_known and (short.startswith("masked_fill") or short == "where")
         if not tensors_out and tensors_in:
             node.root = True  # .item(), is_nonzero, equal: Python control flow may depend on it
         self._track_writes(func, bound, node, tensors_out)
@@ -307,7 +311,7 @@ class ForwardTrace(TorchDispatchMode):
                 if needed < 1.0:
                     upper = True  # both bounds apply; the true figure can be below either
                 counted = node.sparse_flops
-            if node.approx and 0.0 < needed < 1.0:
+            if (node.approx and 0.0 < needed < 1.0) or (node.vague and needed > 0.0):
                 upper = True
             useful += counted
         return {"flops": int(round(useful)), "flops_as_written": int(as_written), "flops_upper_bound": upper}
@@ -316,10 +320,10 @@ class ForwardTrace(TorchDispatchMode):
         for node in self.nodes:
             node.demand = [0.0] * len(node.out_numels)
             node.contributions = [0] * len(node.out_numels)
-            node.approx = False
+            node.approx = node.vague = False
         for source in self.result_sources:
             if source is not None:
-                self._demand(source, 1.0, False)
+                self._demand(source, 1.0, False, False)
         for node in reversed(self.nodes):
             need = max(node.demand, default=0.0)
             if node.root:
@@ -330,7 +334,7 @@ class ForwardTrace(TorchDispatchMode):
                 if source is None:
                     continue
                 share, exact = self._share(node, position, need)
-                self._demand(source, share, node.approx or not exact)
+                self._demand(source, share, node.approx or not exact, node.vague or node.masks_unknown)
 
     def _share(self, node: _Node, position: int, need: float) -> tuple[float, bool]:
         """How much of input `position` the demanded part of `node`'s output reads, and whether
@@ -356,7 +360,7 @@ class ForwardTrace(TorchDispatchMode):
             return (1.0, True) if need > 0 else (0.0, True)
         return 1.0, True
 
-    def _demand(self, source, share: float, approx: bool) -> None:
+    def _demand(self, source, share: float, approx: bool, vague: bool) -> None:
         index, slot = source
         node = self.nodes[index]
         before = node.demand[slot]
@@ -365,6 +369,7 @@ class ForwardTrace(TorchDispatchMode):
             approx = True  # overlapping uses: their union is at most the sum
         node.demand[slot] = min(1.0, before + share)
         node.approx = node.approx or approx
+        node.vague = node.vague or (vague and share > 0)
 
     def family(self) -> str | None:
         return detect_family(self.ops, functions=self.functions, convolutions=self.convolutions)

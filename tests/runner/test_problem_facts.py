@@ -222,6 +222,17 @@ def test_causal_mask_halves_the_attention_scores():
     assert facts["flops_as_written"] == linears + 2 * scores
     kept = (t + 1) / (2 * t)  # the lower triangle, diagonal included
     assert facts["flops"] == pytest.approx(linears + 2 * scores * kept, rel=1e-9)
+    assert facts["values_known"] is True and facts["flops_upper_bound"] is False
+
+
+def test_a_mask_on_the_meta_device_makes_the_figure_an_upper_bound():
+    namespace = load("level3/43_MinGPTCausalAttention.py")
+    facts = problems.flop_facts(*build(namespace))  # the real shape: values unknown
+    assert facts["values_known"] is False
+    assert facts["flops"] == facts["flops_as_written"]
+    assert facts["flops_upper_bound"] is True
+    dense = problems.flop_facts(*build(load("level1/1_Square_matrix_multiplication_.py")))
+    assert dense["values_known"] is False and dense["flops_upper_bound"] is False
 
 
 def test_nonzero_counts_in_chunks_match_count_nonzero():
