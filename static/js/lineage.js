@@ -20,7 +20,7 @@
   const ROW = 18, DOT = 16, PACK = 8, TO_IDEA = 60, TO_KERNEL = 46;
   const LABELS = {
     pending: "Waiting", evaluating: "Evaluating", correct: "Correct", incorrect: "Incorrect",
-    rejected: "Rejected by the anti-cheat checks", compile_error: "Compile error", runtime_error: "Runtime error",
+    rejected: "Rejected: breaks a kernel rule", compile_error: "Compile error", runtime_error: "Runtime error",
     timeout: "Timed out", crashed: "Crashed", oom: "Out of memory", no_code: "No code in the reply",
     failed: "Evaluation failed",
   };
