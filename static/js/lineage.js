@@ -192,6 +192,7 @@
     if (selected) halo(selected, "selected");
 
     last = { g, lay, best, path };
+    if (state.renders) sizeStage(lay);
     state.renders += 1;
     state.lastRenderMs = performance.now() - started;
     document.getElementById("lineage-count").textContent = `${kernels.size} kernels · ${ideas.size} ideas`;
@@ -230,8 +231,14 @@
   function fit(whole) {  // whole: everything in view; else the full width, from the top
     const [x1, y1, x2, y2] = bounds(), w = svg.clientWidth || 800, h = svg.clientHeight || 600;
     zoom.s = Math.min(1.5, (w - 40) / (x2 - x1), whole ? (h - 40) / (y2 - y1) : Infinity);
-    zoom.x = 20 - x1 * zoom.s; zoom.y = 20 - y1 * zoom.s;
+    zoom.x = 20 - x1 * zoom.s; zoom.y = 30 - y1 * zoom.s;  // room above the first row's labels
     applyZoom();
+  }
+  // A small tree gets a small box; it grows with the search, up to most of the window.
+  function sizeStage(lay) {
+    const needed = lay.bottom * zoom.s + 60, most = Math.max(320, window.innerHeight * 0.72);
+    const now = svg.getBoundingClientRect().height;
+    if (needed > now + 1 && now < most) svg.style.height = Math.min(most, needed) + "px";
   }
   svg.addEventListener("wheel", (e) => {
     e.preventDefault();
@@ -390,8 +397,10 @@
     };
   }
 
+  svg.style.height = "260px";
   render();
   fit(false);
+  sizeStage(last.lay);
   document.body.dataset.liveSeq = String(state.lastSeq);
   // Drawn once the first frame with the picture has been painted (for bench_lineage).
   requestAnimationFrame(() => setTimeout(() => { document.body.dataset.lineageDrawnMs = String(Math.round(performance.now())); }));
