@@ -1,6 +1,7 @@
 from django.urls import path
 
 from .views import compare, home, kernels, leaderboards, problems, searches, share, workers
+from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
 urlpatterns = [
@@ -51,4 +52,5 @@ urlpatterns += [
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
     path("workers/", workers.worker_list, name="worker_list"),
+    path("docs/<slug:name>/", doc_page, name="doc"),
 ]
