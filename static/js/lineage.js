@@ -1,10 +1,11 @@
 // The lineage view: a search's kernels as dots, the ideas that produced them as small diamonds
 // between parent and children, repairs as dashed edges, the path to the best kernel in gold.
 //
-// Drawn as lean SVG (one path per node and per edge) with a layout of our own: a left-to-right
-// dendrogram where the childless kernels of an idea sit side by side in rows, which keeps a
-// 2,000-kernel search a few thousand units tall instead of 2,000 rows. Dots are zero-length
-// strokes with vector-effect: non-scaling-stroke, so they keep their size on screen at any zoom.
+// Drawn as lean SVG (one path per node and per edge) with a layout of our own (see layout()):
+// left to right by depth, the childless kernels of an idea side by side in rows, so a
+// 2,000-kernel search is a few thousand units tall instead of 2,000 rows. Dots are zero-length
+// strokes with vector-effect: non-scaling-stroke: their size is in screen pixels, shrinking
+// only somewhat when zoomed out, so a whole search stays readable as coloured texture.
 //
 // Live: the same websocket and protocol as the search page (docs/LIVE_UPDATES.md). Events change
 // the model; one re-layout per animation frame redraws, reusing each node's element.
@@ -17,7 +18,7 @@
   const SVG = "http://www.w3.org/2000/svg";
   const ZERO = "00000000-0000-0000-0000-000000000000";
   // Layout units (SVG user space at zoom 1).
-  const ROW = 18, DOT = 16, PACK = 8, TO_IDEA = 60, TO_KERNEL = 46;
+  const ROW = 18, DOT = 16, PACK = 8, TO_IDEA = 56, TO_KERNEL = 46;
   const LABELS = {
     pending: "Waiting", evaluating: "Evaluating", correct: "Correct", incorrect: "Incorrect",
     rejected: "Rejected: breaks a kernel rule", compile_error: "Compile error", runtime_error: "Runtime error",
@@ -73,35 +74,55 @@
   }
 
   // --- layout -----------------------------------------------------------------------------
-  // Top-aligned: a node sits on the row of its first child. An idea's childless kernels are
-  // packed PACK to a row; kernels with a branch of their own follow, one subtree each.
+  // Left to right by depth, top-aligned, one skyline per depth: a node takes the first free row
+  // at its depth at or below its parent's, so a branch grows to the right beside the rows of
+  // its parent's siblings instead of below all of them. An idea's childless kernels are packed
+  // PACK to a row; kernels with a branch of their own get a row each.
   function layout(g) {
-    const pos = new Map(), hiddenCount = new Map();
-    const isLeaf = (key) => collapsed.has(key) || !g.children.has(key);
+    const pos = new Map(), hiddenCount = new Map(), free = [], xs = [0];
+    function X(d) {  // after a kernel depth comes room for a packed row, then the ideas
+      while (xs.length <= d) {
+        const l = xs.length - 1;
+        xs.push(xs[l] + (l % 2 ? TO_KERNEL : (l ? (PACK - 1) * DOT : 0) + TO_IDEA));
+      }
+      return xs[d];
+    }
     function count(key) {
       let n = 0;
       for (const c of g.children.get(key) || []) n += (c[0] === "k" ? 1 : 0) + count(c);
       return n;
     }
-    function place(key, x, y) {
-      pos.set(key, [x, y]);
+    function take(d, y) { const at = Math.max(y, free[d] || 0); free[d] = at + ROW; return at; }
+    function place(key, d, want) {
+      want = Math.max(want, free[d] || 0);  // so the node is never below its first child
       const kids = g.children.get(key);
-      if (!kids) return y + ROW;
-      if (collapsed.has(key)) { hiddenCount.set(key, count(key)); return y + ROW; }
-      let cursor = y;
-      if (key[0] === "i") {
-        const packed = kids.filter((c) => c[0] === "k" && isLeaf(c) && !collapsed.has(c));
-        packed.forEach((c, n) => pos.set(c, [x + TO_KERNEL + (n % PACK) * DOT, y + Math.floor(n / PACK) * ROW]));
-        if (packed.length) cursor = y + Math.ceil(packed.length / PACK) * ROW;
-        for (const c of kids) if (!pos.has(c)) cursor = place(c, x + TO_KERNEL, cursor);
-      } else {
-        for (const c of kids) cursor = place(c, x + (c[0] === "i" ? TO_IDEA : TO_KERNEL), cursor);
+      if (!kids || collapsed.has(key)) {
+        if (kids) hiddenCount.set(key, count(key));
+        const y = take(d, want);
+        pos.set(key, [X(d), y]);
+        return y;
       }
-      return Math.max(cursor, y + ROW);
+      let first = null;
+      if (key[0] === "i") {
+        const packed = kids.filter((c) => c[0] === "k" && !g.children.has(c));
+        if (packed.length) {
+          first = Math.max(want, free[d + 1] || 0);
+          packed.forEach((c, n) => pos.set(c, [X(d + 1) + (n % PACK) * DOT, first + Math.floor(n / PACK) * ROW]));
+          free[d + 1] = first + Math.ceil(packed.length / PACK) * ROW;
+        }
+      }
+      for (const c of kids) {
+        if (pos.has(c)) continue;
+        const y = place(c, d + 1, first === null ? want : first);
+        if (first === null) first = y;
+      }
+      const y = take(d, first);
+      pos.set(key, [X(d), y]);
+      return y;
     }
-    let bottom = 0;
-    for (const r of g.roots) bottom = place(r, 0, bottom) + ROW / 2;
-    return { pos, hiddenCount, bottom };
+    const lowest = () => free.reduce((a, b) => Math.max(a, b || 0), 0);
+    for (const r of g.roots) place(r, 0, lowest());
+    return { pos, hiddenCount, bottom: lowest() };
   }
 
   function bestPath(g) {
@@ -152,7 +173,7 @@
         const k = kernels.get(+key.slice(1));
         el.node.setAttribute("class", "kn s-" + k.status + (k.quarantined ? " q" : "") + (path.has(key) ? " best" : ""));
         el.node.setAttribute("d", `M${xy[0]} ${xy[1]}h0`);
-        el.node.style.strokeWidth = dotWidth(k) + "px";
+        el.node.style.strokeWidth = `calc(var(--dot) * ${dotWidth(k)}px)`;
         el.node.dataset.code = k.code;
       } else {
         el.node.setAttribute("class", "in" + (path.has(key) ? " best" : "") + (collapsed.has(key) ? " folded" : ""));
@@ -217,6 +238,8 @@
   function applyZoom() {
     view.setAttribute("transform", `translate(${zoom.x} ${zoom.y}) scale(${zoom.s})`);
     svg.classList.toggle("far", zoom.s < 0.55);
+    // Dots keep their size on screen when zooming in, and shrink (not below a third) zooming out.
+    svg.style.setProperty("--dot", String(Math.max(0.33, Math.min(1, Math.pow(zoom.s, 0.6)))));
   }
   function zoomAt(px, py, factor) {
     const s = Math.max(0.02, Math.min(6, zoom.s * factor));
@@ -298,7 +321,7 @@
     if (key[0] === "k") { const k = kernels.get(+key.slice(1)); strong.textContent = label(k); tip.append(strong); factList(kernelFacts(k), tip); }
     else { const i = ideas.get(+key.slice(1)); strong.textContent = "Idea"; tip.append(strong); factList(ideaFacts(i), tip); }
     const r = svg.getBoundingClientRect();
-    tip.style.left = Math.min(e.clientX - r.left + 14, r.width - 280) + "px";
+    tip.style.left = Math.max(0, Math.min(e.clientX - r.left + 14, r.width - 280)) + "px";
     tip.style.top = (e.clientY - r.top + 14) + "px";
     tip.hidden = false;
   });

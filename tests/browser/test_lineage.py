@@ -9,17 +9,6 @@ from tests.browser import dashboard_seed
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def big_search(stack) -> dict:
-    return dashboard_seed.run(stack, """
-from searches.management.commands.bench_dashboard import _make_search
-s = _make_search(owner, 2000)
-seed = s.kernels.get(origin="seed")
-child = s.kernels.filter(idea__parent_kernel=seed).order_by("id").first()
-out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), seed=seed.id, seed_code=str(seed.code),
-           child=child.id, child_code=str(child.code), idea=child.idea_id, seq=s.last_event_seq)
-""")
-
-
 def write_verdict(stack, search_id: int, idea_id: int) -> dict:
     """Another process adds a waiting kernel, then gives it the fastest correct verdict yet."""
     return dashboard_seed.run(stack, f"""
@@ -49,7 +38,7 @@ def node_centre(page, key: str) -> tuple[float, float]:
 
 
 def test_a_2000_kernel_lineage_draws_every_node_follows_live_and_compares(logged_in_page, stack):
-    seeded = big_search(stack)
+    seeded = dashboard_seed.big_search(stack)
     assert seeded["kernels"] == 2000
     page = logged_in_page
     page.goto(f"/searches/{seeded['search']}/lineage/")

@@ -1,6 +1,7 @@
 """Screenshots of the main pages at a desktop and a phone width, into test-results/screenshots/
 (ignored by git) for people to look at; and at 420 px no page is wider than the screen (tables
-scroll inside their own box)."""
+scroll inside their own box). pytest-playwright empties test-results/ when a run starts, so the
+folder holds the last run's pictures."""
 
 from pathlib import Path
 
@@ -40,3 +41,18 @@ def test_screenshots_and_no_sideways_scrolling(logged_in_page, stack, width):
         if scroll_width > width:
             too_wide[name] = scroll_width
     assert too_wide == {}, f"pages wider than the {width} px screen: {too_wide}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_lineage_of_a_2000_kernel_search(logged_in_page, stack, width):
+    seeded = dashboard_seed.big_search(stack)
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.goto(f"/searches/{seeded['search']}/lineage/")
+    page.wait_for_function("() => document.body.dataset.lineageDrawnMs")
+    page.screenshot(path=str(SHOTS / f"lineage-2000-{width}.png"))
+    page.locator("#lineage-fit").click()  # the whole search at a glance
+    page.screenshot(path=str(SHOTS / f"lineage-2000-all-{width}.png"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
