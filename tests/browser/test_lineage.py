@@ -78,13 +78,27 @@ def test_a_2000_kernel_lineage_draws_every_node_follows_live_and_compares(logged
     expect(page.locator("h1")).to_contain_text("Compare")
 
 
-def test_lineage_node_opens_its_kernel_page(logged_in_page, stack):
+def test_lineage_shows_repairs_and_opens_a_kernel_page(logged_in_page, stack):
     seeded = dashboard_seed.small_search(stack, "lineage small")
+    # seed -> idea -> (fast, broken); fast -> idea -> faster (the best); broken -> its repair.
+    repair = dashboard_seed.run(stack, f"""
+from searches.models import Kernel
+broken = Kernel.objects.get(code={seeded['broken']!r})
+k = d.kernel(problem=broken.problem, search=broken.search, idea=broken.idea, parent=broken.parent, origin="repair",
+             repair_of=broken, status="incorrect", name="repair of broken", publish=True)
+out = dict(id=k.id, broken=broken.id)
+""")
     page = logged_in_page
     page.goto(f"/searches/{seeded['search']}/lineage/")
-    expect(page.locator("#lineage-svg .kn")).to_have_count(4)
-    # The repair-free small tree: seed -> idea -> (fast, broken); fast -> idea -> faster (the best).
+    expect(page.locator("#lineage-svg .kn")).to_have_count(5)
     expect(page.locator("#lineage-svg .kn.best")).to_have_count(3)
+    # The repair hangs from the kernel it repairs, on an edge of its own kind.
+    expect(page.locator("#lineage-svg .e.repair")).to_have_count(1)
+    broken_x = page.locator(f"#ln-k{repair['broken']}").evaluate("e => e.getBoundingClientRect().x")
+    repair_x = page.locator(f"#ln-k{repair['id']}").evaluate("e => e.getBoundingClientRect().x")
+    assert repair_x > broken_x
+    page.mouse.move(*node_centre(page, f"k{repair['id']}"))
+    expect(page.locator("#lineage-tip")).to_contain_text("a fix of a kernel that did not compile")
     click_node(page, f"k{seeded['fast_id']}")
     expect(page.locator("#lineage-panel")).to_contain_text("Vectorise the loads")
     page.locator("#lineage-open").click()
