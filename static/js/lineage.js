@@ -217,7 +217,6 @@
     state.renders += 1;
     state.lastRenderMs = performance.now() - started;
     document.getElementById("lineage-count").textContent = `${kernels.size} kernels · ${ideas.size} ideas`;
-    svg.dataset.nodes = String(nodeLayer.querySelectorAll(".kn").length);
     updateBestLine(best);
     if (selected) showPanel(selected);
   }
