@@ -14,5 +14,6 @@ SECTIONS = {
 
 @register.simple_tag
 def verdict_doc_url(status: str, device: str = "cpu") -> str:
-    section = SECTIONS.get(status, "how-a-kernel-is-judged").format(device=device if device in ("cpu", "cuda") else "cpu")
+    device = device if device in ("cpu", "cuda") else "cpu"
+    section = SECTIONS.get(status, "how-a-kernel-is-judged").format(device=device)
     return reverse("doc", kwargs={"name": "kernel-format"}) + "#" + section

@@ -66,6 +66,7 @@ from searches.management.commands.bench_dashboard import _make_search
 s = _make_search(owner, 2000)
 seed = s.kernels.get(origin="seed")
 child = s.kernels.filter(idea__parent_kernel=seed).order_by("id").first()
-out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), seed=seed.id, seed_code=str(seed.code),
-           child=child.id, child_code=str(child.code), idea=child.idea_id, seq=s.last_event_seq)
+out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), ideas=s.ideas.count(), seed=seed.id,
+           seed_code=str(seed.code), child=child.id, child_code=str(child.code), idea=child.idea_id,
+           seq=s.last_event_seq)
 """)

@@ -15,5 +15,6 @@ def test_bench_lineage_prints_the_draw_time(require_chromium):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    drawn = [line for line in lines if line.startswith("lineage view, navigation to painted picture (150 kernels, n=2)")]
+    head = "lineage view, navigation to painted picture (150 kernels, n=2)"
+    drawn = [line for line in lines if line.startswith(head)]
     assert drawn and "p50" in drawn[0] and " ms" in drawn[0], done.stdout

@@ -72,5 +72,6 @@ def test_embedded_sqlite_uses_wal_and_a_busy_timeout(tmp_path):
 @pytest.mark.parametrize("value, expected", [(None, "False"), ("1", "True"), ("0", "False")])
 def test_debug_is_off_unless_asked_for(tmp_path, value, expected):
     env = {} if value is None else {"DEBUG": value}
-    done = manage(tmp_path, "shell", "--no-imports", "-c", "from django.conf import settings; print(settings.DEBUG)", **env)
+    code = "from django.conf import settings; print(settings.DEBUG)"
+    done = manage(tmp_path, "shell", "--no-imports", "-c", code, **env)
     assert done.stdout.split() == [expected], done.stderr
