@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def write_verdict(stack, search_id: int, idea_id: int) -> dict:
-    """Another process adds a waiting kernel, then gives it the fastest correct verdict yet."""
+    """Another process adds a waiting kernel, gives it the fastest correct verdict yet, then an idea."""
     return dashboard_seed.run(stack, f"""
 from django.db import transaction
 from searches import events
@@ -23,7 +23,8 @@ with transaction.atomic():
     k.status, k.median_ms, k.speedup_vs_eager, k.speedup_vs_compile = "correct", 0.01, 100.0, 80.0
     k.save()
     events.publish(s.id, "kernel.updated", events.kernel_payload(k))
-out = dict(id=k.id)
+follow_up = d.idea(search=s, parent_kernel=k, title="Unroll it further", round=idea.round + 1, publish=True)
+out = dict(id=k.id, idea=follow_up.id)
 """)
 
 
@@ -59,6 +60,8 @@ def test_a_2000_kernel_lineage_draws_every_node_follows_live_and_compares(logged
     expect(node).to_have_class("kn s-correct best", timeout=5000)
     expect(page.locator("#lineage-svg .kn")).to_have_count(2001)
     expect(page.locator("#lineage-best")).to_contain_text("live verdict")
+    expect(page.locator(f"#ln-i{live['idea']}")).to_have_count(1)  # a live idea, under its kernel
+    assert node_centre(page, f"i{live['idea']}")[0] > node_centre(page, f"k{live['id']}")[0]
 
     # Collapse a branch: the seed's first idea folds its kernels away, and back.
     click_node(page, f"i{seeded['idea']}")
