@@ -281,6 +281,17 @@
   document.getElementById("lineage-width").addEventListener("click", () => fit(false));
   document.getElementById("lineage-in").addEventListener("click", () => zoomAt(svg.clientWidth / 2, svg.clientHeight / 2, 1.5));
   document.getElementById("lineage-out").addEventListener("click", () => zoomAt(svg.clientWidth / 2, svg.clientHeight / 2, 1 / 1.5));
+  // With the picture focused: + and - zoom, arrows pan, 0 fits the width.
+  svg.addEventListener("keydown", (e) => {
+    const w = svg.clientWidth, h = svg.clientHeight, step = 60;
+    const moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
+    if (e.key === "+" || e.key === "=") zoomAt(w / 2, h / 2, 1.25);
+    else if (e.key === "-") zoomAt(w / 2, h / 2, 0.8);
+    else if (e.key === "0") fit(false);
+    else if (moves[e.key]) { zoom.x += moves[e.key][0]; zoom.y += moves[e.key][1]; applyZoom(); }
+    else return;
+    e.preventDefault();
+  });
   document.getElementById("lineage-expand").addEventListener("click", () => { collapsed.clear(); schedule(); });
 
   // --- hover, select, collapse, compare -------------------------------------------------------
@@ -330,6 +341,7 @@
     const key = keyOf(e.target);
     if (!key) return;
     if (key[0] === "i") toggle(key);
+    else if (e.shiftKey) pick(+key.slice(1));  // a shortcut for the panel's "Pick to compare"
     selected = key;
     schedule();
   });

@@ -101,6 +101,18 @@ out = dict(id=k.id, broken=broken.id)
     assert repair_x > broken_x
     page.mouse.move(*node_centre(page, f"k{repair['id']}"))
     expect(page.locator("#lineage-tip")).to_contain_text("a fix of a kernel that did not compile")
+    # Keys zoom the focused picture; shift-click picks kernels for comparison.
+    before = page.locator("#lineage-view").get_attribute("transform")
+    page.locator("#lineage-svg").focus()
+    page.keyboard.press("-")
+    assert page.locator("#lineage-view").get_attribute("transform") != before
+    page.keyboard.press("0")
+    expect(page.locator("#lineage-view")).to_have_attribute("transform", before)
+    page.keyboard.down("Shift")
+    click_node(page, f"k{repair['broken']}")
+    click_node(page, f"k{repair['id']}")
+    page.keyboard.up("Shift")
+    expect(page.locator("#lineage-compare")).to_be_enabled()
     click_node(page, f"k{seeded['fast_id']}")
     expect(page.locator("#lineage-panel")).to_contain_text("Vectorise the loads")
     page.locator("#lineage-open").click()
