@@ -33,7 +33,8 @@ def env_float(name, default):
 
 
 PRODUCTION = env_bool("KERNELLAB_PRODUCTION")
-DEBUG = env_bool("DEBUG", default=not PRODUCTION)
+# Off unless a developer asks for it (DEBUG=1): its error pages list every URL pattern to anyone.
+DEBUG = env_bool("DEBUG")
 
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
@@ -244,3 +245,5 @@ LOGGING = {
 
 # Without collectstatic (development), WhiteNoise serves straight from static/.
 WHITENOISE_USE_FINDERS = not PRODUCTION
+# Files served at the site's root, e.g. /favicon.ico (browsers ask for it on every page).
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"

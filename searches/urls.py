@@ -1,6 +1,8 @@
 from django.urls import path
 
 from .views import compare, home, kernels, leaderboards, problems, searches, share, workers
+from .views.docs import doc_page
+from .views.lineage import search_lineage_view
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -24,6 +26,7 @@ urlpatterns += [
     path("problems/<uuid:code>/search/new/", searches.search_new, name="search_new"),
     path("problems/<uuid:problem_code>/kernels/new/", searches.kernel_new, name="problem_kernel_new"),
     path("searches/<uuid:code>/", searches.search_detail, name="search_detail"),
+    path("searches/<uuid:code>/lineage/", search_lineage_view, name="search_lineage"),
     path("searches/<uuid:code>/insights/", searches.search_insights, name="search_insights"),
     path("searches/<uuid:code>/pause/", searches.search_control, {"action": "pause"}, name="search_pause"),
     path("searches/<uuid:code>/resume/", searches.search_control, {"action": "resume"}, name="search_resume"),
@@ -49,4 +52,5 @@ urlpatterns += [
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
     path("workers/", workers.worker_list, name="worker_list"),
+    path("docs/<slug:name>/", doc_page, name="doc"),
 ]

@@ -12,7 +12,7 @@ MARKS = {
     Verdict.EVALUATING: ("◌", "Evaluating"),
     Verdict.CORRECT: ("✓", "Correct"),
     Verdict.INCORRECT: ("✗", "Incorrect"),
-    Verdict.REJECTED: ("⊘", "Rejected by the cheat checks"),
+    Verdict.REJECTED: ("⊘", "Rejected: breaks a kernel rule"),  # wrong output shape is one, not only cheats
     Verdict.COMPILE_ERROR: ("⚙", "Compile error"),
     Verdict.RUNTIME_ERROR: ("!", "Runtime error"),
     Verdict.TIMEOUT: ("◷", "Timed out"),

@@ -156,7 +156,8 @@ def stack(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("kernellab-e2e")
     (data_dir / "logs").mkdir()
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "Q_SYNC", "PORT"}}
+    # No DEBUG either: the stack runs with the default a deployment gets.
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "Q_SYNC", "PORT", "DEBUG"}}
     env.update({
         "KERNELLAB_DATA_DIR": str(data_dir),
         "SQLITE_PATH": str(data_dir / "kernellab.sqlite3"),

@@ -57,3 +57,16 @@ made = [d.kernel(problem=s.problem, search=s, idea=idea, parent=idea.parent_kern
 s.refresh_from_db()
 out = dict(ids=[k.id for k in made], seq=s.last_event_seq, idea=idea.id)
 """)
+
+
+def big_search(stack) -> dict:
+    """The dashboard bench's finished-looking search: 2,000 kernels, 499 ideas over 5 rounds."""
+    return run(stack, """
+from searches.management.commands.bench_dashboard import _make_search
+s = _make_search(owner, 2000)
+seed = s.kernels.get(origin="seed")
+child = s.kernels.filter(idea__parent_kernel=seed).order_by("id").first()
+out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), ideas=s.ideas.count(), seed=seed.id,
+           seed_code=str(seed.code), child=child.id, child_code=str(child.code), idea=child.idea_id,
+           seq=s.last_event_seq)
+""")

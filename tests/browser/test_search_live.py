@@ -139,6 +139,14 @@ out = {{}}
     # The playbook cannot serve this problem (no recognised family): resuming says so.
     page.locator("#btn-resume").click()
     expect(page.locator(".messages")).to_contain_text("Could not resume the search")
+    # Cancel asks first: saying no leaves the search as it was.
+    questions = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+    page.locator("#btn-cancel").click()
+    page.wait_for_timeout(500)
+    expect(page.locator("#search-status")).to_have_text("Paused")
+    assert questions and questions[0].startswith("Cancel this search?")
+    page.once("dialog", lambda dialog: dialog.accept())
     page.locator("#btn-cancel").click()
     expect(page.locator("#search-status")).to_have_text("Cancelled")
     expect(page.locator("#btn-cancel")).to_be_hidden()

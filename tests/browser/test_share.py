@@ -32,5 +32,8 @@ def test_share_link_logged_out_then_revoked(logged_in_page, stack, chromium):
         row.get_by_role("button", name="Revoke").click()
         expect(page.locator("#share-links tr", has_text="for the reading group")).to_contain_text("revoked")
         assert anonymous.goto(url).status == 404
+        # The product's page, not Django's debug page listing every URL pattern.
+        expect(anonymous.locator("#not-found")).to_contain_text("This share link does not exist or was revoked.")
+        assert "URLconf" not in anonymous.content() and "admin/" not in anonymous.content()
     finally:
         stranger.close()

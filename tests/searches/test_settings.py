@@ -67,3 +67,11 @@ def test_embedded_sqlite_uses_wal_and_a_busy_timeout(tmp_path):
     done = manage(tmp_path, "shell", "--no-imports", "-c", code)
     assert done.stdout.split() == ["wal", "30000"], done.stderr
     assert (tmp_path / "db.sqlite3").exists()
+
+
+@pytest.mark.parametrize("value, expected", [(None, "False"), ("1", "True"), ("0", "False")])
+def test_debug_is_off_unless_asked_for(tmp_path, value, expected):
+    env = {} if value is None else {"DEBUG": value}
+    code = "from django.conf import settings; print(settings.DEBUG)"
+    done = manage(tmp_path, "shell", "--no-imports", "-c", code, **env)
+    assert done.stdout.split() == [expected], done.stderr

@@ -1,0 +1,44 @@
+"""Wording on the dashboard's pages: verdicts, origins and proposers said once and right."""
+
+import pytest
+from django.urls import reverse
+
+from searches.models import ProposerCall
+from tests.searches import dashboard_data as d
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice(client):
+    user = d.user()
+    client.force_login(user)
+    return user
+
+
+def test_a_starting_kernel_and_a_playbook_exchange_are_named_once(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    call = ProposerCall.objects.create(search=s, purpose="kernel", proposer="playbook", model="playbook",
+                                       prompt="p", reply="r")
+    seed = d.kernel(problem=p, search=s, round=0, origin="seed", call=call)
+    body = client.get(reverse("kernel_detail", kwargs={"code": seed.code})).content.decode()
+    assert "No idea: the search's starting kernel." in body
+    assert "kernel kernel" not in body
+    assert "Kernel · playbook ·" in body and "playbook playbook" not in body
+
+
+def test_a_shape_mismatch_is_not_called_a_cheat(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    d.kernel(problem=p, search=s, round=0, origin="seed", status="rejected",
+             reason="output 0 has shape (2, 3); the reference's is (3, 2)")
+    body = client.get(reverse("search_detail", kwargs={"code": s.code})).content.decode()
+    assert "Rejected: breaks a kernel rule" in body
+    assert "cheat" not in body.lower()
+
+
+def test_cancel_asks_first(client, alice):
+    s = d.search(problem=d.problem(), created_by=alice)
+    body = client.get(reverse("search_detail", kwargs={"code": s.code})).content.decode()
+    assert 'data-confirm="Cancel this search?' in body and "js/confirm.js" in body
