@@ -98,27 +98,35 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
+
+
+def sqlite_database(path: str) -> dict:
+    """Every SQLite database, however it is named (SQLITE_PATH or DATABASE_URL=sqlite:///...),
+    gets the options that let web, task and evaluation processes share it."""
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            # Writers take the lock at BEGIN, so concurrent web/worker writes queue
+            # on the busy timeout instead of failing with "database is locked".
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        # A file, not SQLite's shared-cache memory database: tests with threads and processes get
+        # WAL and the busy timeout, not "database table is locked" errors.
+        "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
+    }
+
+
 if DATABASE_URL:
     import dj_database_url
 
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        DATABASES = {"default": sqlite_database(DATABASES["default"]["NAME"])}
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": env_str("SQLITE_PATH", str(DATA_DIR / "kernellab.sqlite3")),
-            "OPTIONS": {
-                # Writers take the lock at BEGIN, so concurrent web/worker writes queue
-                # on the busy timeout instead of failing with "database is locked".
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-            # A file, not SQLite's shared-cache memory database: tests with threads and processes get
-            # WAL and the busy timeout, not "database table is locked" errors.
-            "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
-        }
-    }
+    DATABASES = {"default": sqlite_database(env_str("SQLITE_PATH", str(DATA_DIR / "kernellab.sqlite3")))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -22,6 +22,7 @@ any database transaction. Pause and cancel are honoured between steps.
 
 import logging
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -53,6 +54,7 @@ LEASE_SECONDS = 60
 GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
 REPAIRABLE = GENERATED
 TRIED_IDEAS_SHOWN = 40
+STEP_TRIES, STEP_RETRY_SECONDS = 3, 0.5
 
 
 # --- kicking: how a search gets advanced -----------------------------------------------------
@@ -101,28 +103,44 @@ def advance(search_id: int) -> None:
     renewer = _LeaseRenewer(search_id, token)
     renewer.start()
     try:
-        while True:
-            try:
-                progressed = _step(search_id)
-            except DatabaseError:
-                raise  # transient (locked, connection lost): the lease runs out and a kick retries
-            except ProposerError as exc:  # e.g. no API key in this worker's environment
-                _set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
-                progressed = False
-            except Exception as exc:  # a bug must not leave the search spinning
-                log.exception("search %s: engine error", search_id)
-                _fail_search(search_id, f"internal error in the search engine: {exc}")
-                return
-            if progressed:
-                _renew(search_id, token)
-                continue
-            if _release(search_id, token):
-                return
+        _work(search_id, token)
+    except Exception as exc:  # a dead orchestrator must not leave the search spinning at "running"
+        log.exception("search %s: engine error", search_id)
+        fail_search(search_id, f"the search engine stopped on an error: {type(exc).__name__}: {exc}")
+        _release(search_id, token, force=True)
     except BaseException:
         _release(search_id, token, force=True)
         raise
     finally:
         renewer.stop()
+
+
+def _work(search_id: int, token: str) -> None:
+    while True:
+        try:
+            progressed = _step_retrying(search_id)
+        except ProposerError as exc:  # e.g. no API key in this worker's environment
+            _set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
+            progressed = False
+        if progressed:
+            _renew(search_id, token)
+            continue
+        if _release(search_id, token):
+            return
+
+
+def _step_retrying(search_id: int) -> bool:
+    """A step, tried again on a database error (a lock held past the busy timeout, a dropped
+    connection): steps are idempotent. Past the last try the error ends the search."""
+    for attempt in range(1, STEP_TRIES + 1):
+        try:
+            return _step(search_id)
+        except DatabaseError:
+            if attempt == STEP_TRIES:
+                raise
+            log.warning("search %s: database error in a step; trying again", search_id, exc_info=True)
+            time.sleep(STEP_RETRY_SECONDS * attempt)
+    return False  # STEP_TRIES < 1: no step taken
 
 
 class _LeaseRenewer(threading.Thread):
@@ -537,7 +555,8 @@ def _recheck_elites(search_id: int) -> None:
         services.kernel_request_rerun(kernel=kernel, user=None)
 
 
-def _fail_search(search_id: int, reason: str) -> None:
+def fail_search(search_id: int, reason: str) -> None:
+    """End the search as failed with `reason`; the page and `manage.py search` show it."""
     try:
         _set_status(search_id, Search.Status.FAILED, reason[:2000])
     except Exception:

@@ -82,7 +82,8 @@ class Command(BaseCommand):
             orchestrator.start()
             interrupted = False
             try:
-                worker.run(should_stop=lambda: _search_done(search.id, progress))
+                # A dead orchestrator thread ends the wait too: nothing would advance the search.
+                worker.run(should_stop=lambda: _search_done(search.id, progress) or not orchestrator.is_alive())
             finally:
                 interrupted = worker.stopping
                 if interrupted:
@@ -171,7 +172,8 @@ class Command(BaseCommand):
 
 
 def _orchestrate(search_id: int, wake: threading.Event) -> None:
-    """The engine's steps, as the task queue would run them, driven by local kicks."""
+    """The engine's steps, as the task queue would run them, driven by local kicks. An error that
+    escapes the engine (taking or giving back its lease) ends the search as failed."""
     try:
         while True:
             wake.wait(timeout=2.0)
@@ -180,6 +182,8 @@ def _orchestrate(search_id: int, wake: threading.Event) -> None:
             if search.status not in Search.ACTIVE:
                 return
             engine.advance(search_id)
+    except Exception as exc:
+        engine.fail_search(search_id, f"the search engine stopped on an error: {type(exc).__name__}: {exc}")
     finally:
         close_old_connections()
 
