@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "channels",
     "django_q",
     "searches",
+    "evaluation",
 ]
 
 MIDDLEWARE = [
@@ -73,8 +74,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "searches.views.security.ContentSecurityPolicyMiddleware",
-    "searches.views.security.RejectNulMiddleware",
+    "lib.security.ContentSecurityPolicyMiddleware",
+    "lib.security.RejectNulMiddleware",
 ]
 
 ROOT_URLCONF = "kernellab.urls"
@@ -151,7 +152,7 @@ if REDIS_URL:
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
-    # Shared by every web process: rate-limit counters (searches/ratelimit.py) hold across them.
+    # Shared by every web process: rate-limit counters (lib/ratelimit.py) hold across them.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": "kernellab"}}
 else:
@@ -170,16 +171,6 @@ LIVE_POLL_SECONDS = env_float("LIVE_POLL_SECONDS", 0.2)
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # tests point this at a local fake
 ANTHROPIC_TIMEOUT = env_float("ANTHROPIC_TIMEOUT", 300)
-# USD per million tokens; edit to follow the price list.
-LLM_PRICES = {
-    "claude-opus-4-1": {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5},
-    "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5},
-    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5},
-    "claude-sonnet-4-6": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
-    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
-    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1},
-}
-LLM_DEFAULT_PRICE = {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5}
 
 # Evaluation workers.
 RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evaluator serves

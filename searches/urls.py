@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, kernels, leaderboards, problems, searches, share, workers
+from .views import compare, home, kernels, leaderboards, problems, searches, share
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -48,5 +48,4 @@ urlpatterns += [
     path("problems/<uuid:code>/leaderboard/share/", share.share_leaderboard, name="share_leaderboard"),
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
-    path("workers/", workers.worker_list, name="worker_list"),
 ]

@@ -10,10 +10,11 @@ from django.core.management import call_command
 from django.db import OperationalError
 from django.urls import reverse
 
-from searches import engine, services
+from proposers.playbook import PlaybookProposer
+from searches import services
 from searches.catalog import get as catalog_get
+from searches.engine import kick, loop
 from searches.models import Search, SearchEvent
-from searches.proposers.playbook import PlaybookProposer
 
 from .test_engine import runner_verdict
 
@@ -37,7 +38,7 @@ def break_proposer(monkeypatch, error: Exception):
         raise error
 
     monkeypatch.setattr(PlaybookProposer, "starting_kernel", starting_kernel)
-    monkeypatch.setattr(engine, "STEP_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr(loop, "STEP_RETRY_SECONDS", 0.01)
 
 
 @pytest.mark.django_db
@@ -47,13 +48,13 @@ def break_proposer(monkeypatch, error: Exception):
 ])
 def test_an_error_in_the_round_loop_fails_the_search_with_its_reason(monkeypatch, client, error, shown):
     break_proposer(monkeypatch, error)
-    engine.set_kicker(lambda search_id: None)
+    kick.set_kicker(lambda search_id: None)
     try:
         search = services.search_start(problem=validated_problem(), user=None, proposer="playbook", device="cpu",
                                        rounds=1, parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)
-        engine.advance(search.id)
+        loop.advance(search.id)
     finally:
-        engine.set_kicker(None)
+        kick.set_kicker(None)
     search.refresh_from_db()
     assert search.status == Search.Status.FAILED and search.finished_at is not None
     assert search.stop_reason == f"the search engine stopped on an error: {shown}"

@@ -166,7 +166,7 @@ class Command(BaseCommand):
         """As the evaluation worker would: one transaction per event, then the next."""
         from django.db import transaction
 
-        from searches import events
+        from live import events
 
         for _ in range(count):
             time.sleep(gap)
