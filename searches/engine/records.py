@@ -28,7 +28,7 @@ def save_plan(search: Search, round_number: int, plan: dict) -> None:
 
 
 def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round, name, idea=None, parent=None,
-                 variant=None, repair_of=None) -> Kernel:
+                variant=None, repair_of=None) -> Kernel:
     """A candidate: a Kernel row, plus its evaluation job when it has code. Inside a transaction."""
     source = proposal.source or ""
     status, reason = Verdict.PENDING, ""
