@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "channels",
     "django_q",
     "searches",
+    "evaluation",
 ]
 
 MIDDLEWARE = [
@@ -74,8 +75,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "searches.views.security.ContentSecurityPolicyMiddleware",
-    "searches.views.security.RejectNulMiddleware",
+    "lib.security.ContentSecurityPolicyMiddleware",
+    "lib.security.RejectNulMiddleware",
 ]
 
 ROOT_URLCONF = "kernellab.urls"
@@ -99,27 +100,35 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
+
+
+def sqlite_database(path: str) -> dict:
+    """Every SQLite database, however it is named (SQLITE_PATH or DATABASE_URL=sqlite:///...),
+    gets the options that let web, task and evaluation processes share it."""
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            # Writers take the lock at BEGIN, so concurrent web/worker writes queue
+            # on the busy timeout instead of failing with "database is locked".
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        # A file, not SQLite's shared-cache memory database: tests with threads and processes get
+        # WAL and the busy timeout, not "database table is locked" errors.
+        "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
+    }
+
+
 if DATABASE_URL:
     import dj_database_url
 
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        DATABASES = {"default": sqlite_database(DATABASES["default"]["NAME"])}
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": env_str("SQLITE_PATH", str(DATA_DIR / "kernellab.sqlite3")),
-            "OPTIONS": {
-                # Writers take the lock at BEGIN, so concurrent web/worker writes queue
-                # on the busy timeout instead of failing with "database is locked".
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-            # A file, not SQLite's shared-cache memory database: tests with threads and processes get
-            # WAL and the busy timeout, not "database table is locked" errors.
-            "TEST": {"NAME": env_str("SQLITE_TEST_PATH") or str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
-        }
-    }
+    DATABASES = {"default": sqlite_database(env_str("SQLITE_PATH", str(DATA_DIR / "kernellab.sqlite3")))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -144,7 +153,7 @@ if REDIS_URL:
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
-    # Shared by every web process: rate-limit counters (searches/ratelimit.py) hold across them.
+    # Shared by every web process: rate-limit counters (lib/ratelimit.py) hold across them.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": "kernellab"}}
 else:
@@ -163,16 +172,6 @@ LIVE_POLL_SECONDS = env_float("LIVE_POLL_SECONDS", 0.2)
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # tests point this at a local fake
 ANTHROPIC_TIMEOUT = env_float("ANTHROPIC_TIMEOUT", 300)
-# USD per million tokens; edit to follow the price list.
-LLM_PRICES = {
-    "claude-opus-4-1": {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5},
-    "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5},
-    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5},
-    "claude-sonnet-4-6": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
-    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
-    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1},
-}
-LLM_DEFAULT_PRICE = {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5}
 
 # Evaluation workers.
 RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evaluator serves

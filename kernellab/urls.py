@@ -9,4 +9,5 @@ urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("searches.urls")),
+    path("", include("evaluation.urls")),
 ]

@@ -9,7 +9,7 @@ atol = rtol = 1e-4 (a kernel passes at <= 1, or at <= 2x the fp32 reference's ow
 the runner judges), then the median time from triton.testing.do_bench (L2 flushed between
 calls) against eager PyTorch and torch.compile (PyTorch's default TF32 settings).
 Each problem runs in a child process, restarted past a kernel that kills its CUDA context.
-Needs torch, cupy and triton; no Django (imports only searches.catalog).
+Needs torch, cupy and triton; no Django (imports only searches.catalog and the playbook).
 Prints a table and writes playbook_check.json (and .txt) to --out (default $OUT or .).
 """
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from searches.catalog import get, problems  # noqa: E402
-from searches.catalog import playbook  # noqa: E402
+import playbook  # noqa: E402
 
 MISSION = ("matmul-4096x4096", "conv2d-100x3x224x224", "softmax-4096x65536", "layernorm-16x64x256x256",
            "conv-relu-maxpool-100x3x224x224")

@@ -1,18 +1,14 @@
-"""Thin django-q2 entry points: load ids, call services or the engine. Sandboxed work is not
-here: it runs through evaluation jobs (searches/jobs.py) on evaluation workers."""
+"""Thin django-q2 entry points: load ids, call the engine. Sandboxed work is not here: it runs
+through evaluation jobs (evaluation/) on evaluation workers."""
 
-# === searches ===========================================================================
+from .engine import kick, loop
 
 
 def advance_search(search_id: int) -> None:
-    """Do the search's pending work (ideas, kernels, next round); see searches/engine.py."""
-    from . import engine
-
-    engine.advance(search_id)
+    """Do the search's pending work (ideas, kernels, next round); see searches/engine/loop.py."""
+    loop.advance(search_id)
 
 
 def rekick_stalled_searches() -> int:
     """Periodic safety net: advance active searches whose orchestration went quiet."""
-    from . import engine
-
-    return engine.rekick_stalled()
+    return kick.rekick_stalled()

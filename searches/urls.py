@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, kernels, leaderboards, problems, searches, share, workers
+from .views import compare, home, kernels, leaderboards, problems, searches, share
 from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
@@ -51,6 +51,5 @@ urlpatterns += [
     path("problems/<uuid:code>/leaderboard/share/", share.share_leaderboard, name="share_leaderboard"),
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
-    path("workers/", workers.worker_list, name="worker_list"),
     path("docs/<slug:name>/", doc_page, name="doc"),
 ]

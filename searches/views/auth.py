@@ -1,8 +1,8 @@
-"""Log in, with failed attempts limited per address and account (searches.ratelimit)."""
+"""Log in, with failed attempts limited per address and account (lib.ratelimit)."""
 
 from django.contrib.auth import views as auth_views
 
-from .. import ratelimit
+from lib import ratelimit
 
 
 class LoginView(auth_views.LoginView):

@@ -6,9 +6,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
+from lib.diff_table import diff_rows, diff_stats, render_diff
+
 from .. import selectors
 from ..models import Kernel, ShareLink
-from .diff_table import diff_rows, diff_stats, render_diff
 
 
 def compare_context(a: Kernel, b: Kernel, *, shared: bool = False) -> dict:

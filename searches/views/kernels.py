@@ -13,11 +13,12 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from lib.diff_table import diff_rows, diff_stats, render_diff
+from lib.plots import timing_chart
+from lib.ratelimit import limits_sandbox_work
+
 from .. import selectors, services
 from ..models import Kernel, ShareLink, Verdict
-from ..ratelimit import limits_sandbox_work
-from .diff_table import diff_rows, diff_stats, render_diff
-from .plots import timing_chart
 from .searches import error_text
 
 

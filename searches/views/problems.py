@@ -7,13 +7,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_http_methods
+
+from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
 from ..forms import ProblemCreateForm, ProblemForm
 from ..models import Problem
 from ..problem_checks import human_size
-from ..ratelimit import limits_sandbox_work
 
 
 def _form_page(request, context):

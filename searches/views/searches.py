@@ -10,11 +10,12 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
+from lib.plots import speedup_chart
+from lib.ratelimit import limits_sandbox_work
+
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchStartForm
 from ..models import Kernel, Problem, Search, ShareLink, Verdict
-from ..ratelimit import limits_sandbox_work
-from .plots import speedup_chart
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree

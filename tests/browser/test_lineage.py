@@ -13,7 +13,7 @@ def write_verdict(stack, search_id: int, idea_id: int) -> dict:
     """Another process adds a waiting kernel, gives it the fastest correct verdict yet, then an idea."""
     return dashboard_seed.run(stack, f"""
 from django.db import transaction
-from searches import events
+from live import events
 from searches.models import Idea, Search
 s = Search.objects.get(pk={search_id})
 idea = Idea.objects.get(pk={idea_id})

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from searches import events
+from live import events
 from searches.models import BenchmarkRun, Idea, Kernel, Problem, ProposerCall, Search
 
 PROBLEM_SOURCE = '''import torch

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from proposers.playbook import FAMILY_NAMES
 from searches import catalog
-from searches.proposers.playbook import FAMILY_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_PROBLEMS = [p for p in catalog.problems() if p.device == "cpu"]
@@ -70,8 +70,8 @@ def test_mission_problems_have_their_exact_shapes(key, expected):
 
 
 def test_catalog_and_playbook_import_without_django_or_torch():
-    code = ("import sys; import searches.catalog, searches.proposers.playbook; "
-            "from searches.catalog import playbook; playbook.families(); "
+    code = ("import sys; import searches.catalog, proposers.playbook, proposers.prompts, playbook; "
+            "playbook.families(); "
             "bad = [m for m in ('django', 'torch', 'cupy') if m in sys.modules]; "
             "assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -1,17 +1,17 @@
 """The dashboard's pages and exports, on rows made through the models."""
 
 import csv
-import re
 import io
 import json
+import re
 import zipfile
 
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
+from lib.security import POLICY
 from searches.models import EvaluationJob, Search
-from searches.views.security import POLICY
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,9 @@ def test_every_response_carries_the_content_security_policy(client, tree):
 
 
 def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree):
-    from searches import engine, events, selectors
+    from searches import selectors
+    from searches.engine import context
+    from live import events
 
     problem = tree["problem"]
     problem.min_bytes = 0.25e-3 * 4.25e12  # 0.25 ms of H200 bandwidth: "fast" (0.5 ms) is at 50%
@@ -149,7 +151,7 @@ def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree
     assert events.kernel_payload(tree["fast"])["speed_of_light"] == pytest.approx(0.5)
     compare = client.get(reverse("compare"), {"a": tree["fast"].code, "b": tree["faster"].code}).content.decode()
     assert 'title="floor 0.25 ms: 1.06 GB at 4.25 TB/s on the H200">50%</dd>' in compare and ">100%</dd>" in compare
-    assert engine.kernel_context(tree["fast"]).speed_of_light == (  # what the proposer reads about a parent
+    assert context.kernel_context(tree["fast"]).speed_of_light == (  # what the proposer reads about a parent
         "50% of the speed of light on the H200 (floor 0.25 ms, memory-bound: 1.06 GB at 4.25 TB/s)")
     # Not on unknown GPUs, not for kernels that are not correct.
     assert selectors.speed_of_light(problem, tree["broken"]) is None

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.postgres
+
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
@@ -66,23 +68,23 @@ def last_json(proc, timeout=120):
 
 
 SEED_JOBS = """
+from evaluation import queue
 from searches.models import Problem, Kernel
-from searches import jobs
 p = Problem.objects.create(name="p", source="x", device="cuda")
 ids = []
 for i in range(40):
     k = Kernel.objects.create(problem=p, source=f"k{i}")
-    ids.append(jobs.enqueue_kernel(k).id)
+    ids.append(queue.enqueue_kernel(k).id)
 print(json.dumps(ids))
 """
 
 CLAIM_ALL = """
 import os
-from searches import jobs
+from evaluation import leases
 from searches.models import EvaluationJob
 mine = []
 while True:
-    job = jobs.claim(f"worker-{os.getpid()}", "cuda")
+    job = leases.claim(f"worker-{os.getpid()}", "cuda")
     if job is None:
         break
     mine.append(job.id)
@@ -102,7 +104,7 @@ PUBLISH_AND_LISTEN = """
 import asyncio
 from channels.layers import get_channel_layer
 from django.db import transaction
-from searches import events, live
+from live import events, fanout
 from searches.models import Problem, Search
 
 async def main():
@@ -110,7 +112,7 @@ async def main():
     search = await Search.objects.acreate(problem=problem)
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    await layer.group_add(live.group_name(search.id), channel)
+    await layer.group_add(fanout.group_name(search.id), channel)
 
     def write():
         with transaction.atomic():
@@ -126,6 +128,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.redis
 def test_events_reach_listeners_through_redis_after_commit(pg_url, require_redis):
     received = last_json(django_script(PUBLISH_AND_LISTEN, pg_url, REDIS_URL))
     assert [e["seq"] for e in received] == [1, 2]
@@ -139,6 +142,7 @@ print(json.dumps({"result": result(task_id, wait=60000)}))
 """
 
 
+@pytest.mark.redis
 def test_task_queue_runs_on_redis_broker(pg_url, require_redis):
     import redis
 
@@ -158,6 +162,7 @@ def test_task_queue_runs_on_redis_broker(pg_url, require_redis):
             cluster.wait()
 
 
+@pytest.mark.slow
 def test_web_pages_and_hostile_input_on_postgres(require_postgres):
     """The pages, share links and the fuzzing of every URL, again with PostgreSQL underneath:
     it is stricter than SQLite (NUL in text, types in comparisons), so what passes on the
@@ -170,18 +175,19 @@ def test_web_pages_and_hostile_input_on_postgres(require_postgres):
     assert result.returncode == 0 and " passed" in summary and "skipped" not in summary, result.stdout[-4000:]
 
 
+@pytest.mark.redis
 def test_rate_limits_hold_across_web_processes_through_redis(pg_url, require_redis):
     """Failed logins counted by one web process block the next attempt in another."""
     who = f"203.0.113.9|mallory-{uuid.uuid4().hex[:8]}"
     count = f"""
-from searches import ratelimit
+from lib import ratelimit
 for _ in range(ratelimit.LOGIN_FAILURES.count):
     ratelimit.count(ratelimit.LOGIN_FAILURES, {who!r})
 print(json.dumps(ratelimit.retry_after(ratelimit.LOGIN_FAILURES, {who!r})))
 """
     check = f"""
 from django.conf import settings
-from searches import ratelimit
+from lib import ratelimit
 print(json.dumps([settings.CACHES["default"]["BACKEND"], ratelimit.retry_after(ratelimit.LOGIN_FAILURES, {who!r}),
                   ratelimit.retry_after(ratelimit.LOGIN_FAILURES, "someone else")]))
 """

@@ -5,9 +5,11 @@ runner's result format (the real runner's side is covered by test_engine_e2e.py)
 import pytest
 from django.core.exceptions import ValidationError
 
-from searches import engine, jobs, services
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
+from evaluation import leases
+from searches import services
 from searches.catalog import get as catalog_get
+from searches.engine import kick, loop
+from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -28,11 +30,11 @@ def runner_verdict(status="correct", median_ms=1.0, seed=11, device_name="test-c
 
 @pytest.fixture(autouse=True)
 def kicks():
-    """Record kicks instead of queueing tasks: each test drives `engine.advance` itself."""
+    """Record kicks instead of queueing tasks: each test drives `loop.advance` itself."""
     seen = []
-    engine.set_kicker(seen.append)
+    kick.set_kicker(seen.append)
     yield seen
-    engine.set_kicker(None)
+    kick.set_kicker(None)
 
 
 @pytest.fixture
@@ -60,7 +62,7 @@ def start(problem, **knobs):
 def evaluate_all(search, median_for=lambda kernel: 1.0, status_for=lambda kernel: "correct"):
     """Give every queued job of the search a verdict, as an evaluation worker would."""
     done = 0
-    while (job := jobs.claim("test-worker", "cpu")) is not None:
+    while (job := leases.claim("test-worker", "cpu")) is not None:
         kernel = job.kernel
         services.kernel_record_verdict(kernel=kernel, job=job,
                                        result=runner_verdict(status_for(kernel), median_for(kernel)))
@@ -70,28 +72,28 @@ def evaluate_all(search, median_for=lambda kernel: 1.0, status_for=lambda kernel
 
 def test_a_playbook_search_runs_its_rounds_and_completes(problem):
     search = start(problem)
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     assert search.status == "running"
     [seed] = Kernel.objects.filter(search=search)
     assert seed.origin == "seed" and seed.jobs.get().status == "queued"
-    engine.advance(search.id)  # nothing to do until the verdict: nothing duplicated
+    loop.advance(search.id)  # nothing to do until the verdict: nothing duplicated
     assert Kernel.objects.filter(search=search).count() == 1
 
     assert evaluate_all(search, median_for=lambda k: 3.0) == 1
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     assert search.current_round == 1 and search.round_parents["1"]["parents"] == [seed.id]
     round1 = Kernel.objects.filter(search=search, round=1)
     assert [(k.origin, k.variant, k.parent_id) for k in round1] == [("playbook", 0, seed.id), ("playbook", 1, seed.id)]
 
     evaluate_all(search, median_for=lambda k: 2.0 if k.variant == 0 else 2.5)
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     best = round1.get(variant=0)
     assert search.current_round == 2 and search.round_parents["2"]["parents"] == [best.id]
     assert evaluate_all(search) == 2
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     assert (search.status, search.stop_reason) == ("completed", "completed all 2 rounds")
     assert search.candidates_evaluated == 5 == BenchmarkRun.objects.filter(kernel__search=search).count()
@@ -109,8 +111,8 @@ def test_a_playbook_search_runs_its_rounds_and_completes(problem):
 
 def test_a_verdict_reported_twice_is_recorded_once(problem, kicks):
     search = start(problem)
-    engine.advance(search.id)
-    job = jobs.claim("w", "cpu")
+    loop.advance(search.id)
+    job = leases.claim("w", "cpu")
     first = services.kernel_record_verdict(kernel=job.kernel, job=job, result=runner_verdict())
     again = services.kernel_record_verdict(kernel=job.kernel, job=job, result=runner_verdict(median_ms=9.0))
     assert first.pk == again.pk and BenchmarkRun.objects.count() == 1
@@ -122,11 +124,11 @@ def test_a_verdict_reported_twice_is_recorded_once(problem, kicks):
 
 def test_the_candidate_budget_stops_the_search_once_its_work_is_done(problem):
     search = start(problem, max_candidates=2, rounds=5)
-    engine.advance(search.id)
+    loop.advance(search.id)
     evaluate_all(search)
-    engine.advance(search.id)
+    loop.advance(search.id)
     evaluate_all(search)
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     assert search.status == "completed"
     assert search.stop_reason == "budget reached: 2 of at most 2 candidates"
@@ -135,21 +137,21 @@ def test_the_candidate_budget_stops_the_search_once_its_work_is_done(problem):
 
 def test_token_and_cost_budgets():
     search = Search(tokens_in=60, tokens_out=40, cost_usd=0.2, max_tokens=100)
-    assert engine.budget_reached(search) == "budget reached: 100 of at most 100 tokens"
+    assert loop.budget_reached(search) == "budget reached: 100 of at most 100 tokens"
     search.max_tokens, search.max_cost_usd = None, 0.2
-    assert engine.budget_reached(search) == "budget reached: $0.2000 of at most $0.2000"
+    assert loop.budget_reached(search) == "budget reached: $0.2000 of at most $0.2000"
     search.max_cost_usd = 0.3
-    assert engine.budget_reached(search) == ""
+    assert loop.budget_reached(search) == ""
 
 
 def test_pause_stops_new_work_and_resume_continues(problem, kicks):
     search = start(problem)
     services.search_pause(search=search, user=None)
-    engine.advance(search.id)
+    loop.advance(search.id)
     assert not Kernel.objects.filter(search=search).exists()
     services.search_resume(search=search, user=None)
     assert kicks[-1] == search.id if kicks else True
-    engine.advance(search.id)
+    loop.advance(search.id)
     assert Kernel.objects.filter(search=search, origin="seed").count() == 1
     with pytest.raises(ValidationError, match="Only a paused search can be resumed"):
         services.search_resume(search=search, user=None)
@@ -157,20 +159,20 @@ def test_pause_stops_new_work_and_resume_continues(problem, kicks):
 
 def test_cancel_drops_queued_candidates_with_the_reason(problem):
     search = start(problem)
-    engine.advance(search.id)
+    loop.advance(search.id)
     services.search_cancel(search=search, user=None)
     seed = Kernel.objects.get(search=search)
     assert seed.status == "failed" and seed.reason == "not evaluated: the search was cancelled"
     assert seed.jobs.get().status == "failed"
-    engine.advance(search.id)
+    loop.advance(search.id)
     assert Kernel.objects.filter(search=search).count() == 1
 
 
 def test_fork_copies_the_ancestor_path_and_builds_on_it(problem):
     search = start(problem, rounds=1)
-    engine.advance(search.id)
+    loop.advance(search.id)
     evaluate_all(search, median_for=lambda k: 3.0)
-    engine.advance(search.id)
+    loop.advance(search.id)
     evaluate_all(search, median_for=lambda k: 1.0 + k.variant)
     chosen = Kernel.objects.get(search=search, round=1, variant=1)
 
@@ -183,7 +185,7 @@ def test_fork_copies_the_ancestor_path_and_builds_on_it(problem):
     assert fork.forked_from_id == search.id and fork.forked_from_kernel_id == chosen.id
     assert (fork.current_round, fork.round_parents) == (1, {"1": {"parents": [copies[1].id], "asked": []}})
 
-    engine.advance(fork.id)
+    loop.advance(fork.id)
     new = Kernel.objects.filter(search=fork, round=1)
     assert [(k.origin, k.parent_id) for k in new] == [("playbook", copies[1].id)]
     assert new[0].idea.title != chosen.idea.title  # the carried history counts as tried
@@ -191,19 +193,19 @@ def test_fork_copies_the_ancestor_path_and_builds_on_it(problem):
 
 def test_rerun_verifies_a_kernel_that_reproduces_within_ten_percent(problem):
     search = start(problem)
-    engine.advance(search.id)
+    loop.advance(search.id)
     evaluate_all(search, median_for=lambda k: 2.0)
     kernel = Kernel.objects.get(search=search)
     job = services.kernel_request_rerun(kernel=kernel, user=None)
     assert job.purpose == "rerun" and job.seed and job.seed != 11
     assert services.kernel_request_rerun(kernel=kernel, user=None).pk == job.pk
-    claimed = jobs.claim("w", "cpu")
+    claimed = leases.claim("w", "cpu")
     services.kernel_record_verdict(kernel=kernel, job=claimed, result=runner_verdict(median_ms=2.15, seed=job.seed))
     kernel.refresh_from_db()
     assert kernel.verified and kernel.median_ms == 2.0
 
     job = services.kernel_request_rerun(kernel=kernel, user=None)
-    claimed = jobs.claim("w", "cpu")
+    claimed = leases.claim("w", "cpu")
     services.kernel_record_verdict(kernel=kernel, job=claimed, result=runner_verdict(median_ms=2.5, seed=job.seed))
     kernel.refresh_from_db()
     assert not kernel.verified
@@ -234,7 +236,7 @@ def test_start_refuses_with_a_reason(problem, monkeypatch):
 
 def test_people_join_in_ideas_need_an_llm_and_kernels_are_user_nodes(problem):
     search = start(problem)
-    engine.advance(search.id)
+    loop.advance(search.id)
     seed = Kernel.objects.get(search=search)
     with pytest.raises(ValidationError, match="only implements its own ideas"):
         services.idea_add(search=search, user=None, parent_kernel=seed, title="Use AVX-512", description="")
@@ -248,6 +250,6 @@ def test_people_join_in_ideas_need_an_llm_and_kernels_are_user_nodes(problem):
     assert loose.search is None and loose.jobs.get().purpose == EvaluationJob.Purpose.MANUAL
     # The round waits for the user's kernel too, then goes on.
     evaluate_all(search)
-    engine.advance(search.id)
+    loop.advance(search.id)
     search.refresh_from_db()
     assert search.current_round == 1

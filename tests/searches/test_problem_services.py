@@ -4,7 +4,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from searches import jobs, services
+from evaluation import leases
+from searches import services
 from searches.models import EvaluationJob, Kernel, Problem, Search
 
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes
@@ -46,7 +47,7 @@ def test_create_saves_and_queues_a_validation_on_the_problems_device(problem, us
 def test_create_queues_cuda_problems_for_cuda_workers(user):
     problem = services.problem_create(user=user, name="Softmax GPU", source=SOFTMAX, device="cuda")
     assert validation_jobs(problem).get().device == "cuda"
-    assert jobs.claim("cpu-worker", "cpu") is None
+    assert leases.claim("cpu-worker", "cpu") is None
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,7 @@ def test_edit_refuses_fields_that_are_not_editable(problem, user):
 
 
 def test_record_validation_stores_the_whole_result_and_finishes_the_job(problem):
-    job = jobs.claim("w1", "cpu")
+    job = leases.claim("w1", "cpu")
     services.problem_record_validation(problem=problem, job=job, result=ok_result())
     problem.refresh_from_db()
     job.refresh_from_db()
@@ -162,14 +163,14 @@ def test_record_validation_stores_the_whole_result_and_finishes_the_job(problem)
 
 def test_record_validation_of_an_invalid_reference_keeps_the_reason(problem):
     result = {**ok_result(), "status": "invalid", "reason": "Model.forward raised RuntimeError: boom", "family": None}
-    services.problem_record_validation(problem=problem, job=jobs.claim("w1", "cpu"), result=result)
+    services.problem_record_validation(problem=problem, job=leases.claim("w1", "cpu"), result=result)
     problem.refresh_from_db()
     assert problem.validation_status == Problem.Validation.INVALID
     assert problem.validation_reason == "Model.forward raised RuntimeError: boom"
 
 
 def test_a_result_for_an_edited_source_is_ignored(problem, user):
-    stale_job = jobs.claim("w1", "cpu")  # running on the old source
+    stale_job = leases.claim("w1", "cpu")  # running on the old source
     services.problem_update(problem=problem, user=user, source=SOFTMAX.replace("256", "128"))
     services.problem_record_validation(problem=problem, job=stale_job, result=ok_result())
     problem.refresh_from_db()
@@ -179,16 +180,16 @@ def test_a_result_for_an_edited_source_is_ignored(problem, user):
 
 
 def test_a_failed_job_marks_the_problem_error_with_the_reason(problem):
-    job = jobs.claim("w1", "cpu")
-    jobs.fail(job, "gave up after 3 attempts: the evaluation kept killing its worker")
+    job = leases.claim("w1", "cpu")
+    services.job_fail(job=job, reason="gave up after 3 attempts: the evaluation kept killing its worker")
     problem.refresh_from_db()
     assert problem.validation_status == Problem.Validation.ERROR
     assert "kept killing its worker" in problem.validation_reason
 
 
 def test_request_validation_queues_a_fresh_job(problem, user):
-    job = jobs.claim("w1", "cpu")
-    jobs.fail(job, "worker died")
+    job = leases.claim("w1", "cpu")
+    services.job_fail(job=job, reason="worker died")
     services.problem_request_validation(problem=problem, user=user)
     problem.refresh_from_db()
     assert problem.validation_status == Problem.Validation.PENDING and problem.validation_reason == ""

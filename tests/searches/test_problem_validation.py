@@ -5,7 +5,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 import runner
-from searches import jobs, selectors, services
+from evaluation import leases, queue
+from searches import selectors, services
 from searches.models import EvaluationJob, Problem
 
 from .problem_samples import MISSING_GET_INPUTS, RAISES_AT_RUN_TIME, SOFTMAX, SYNTAX_ERROR
@@ -20,7 +21,7 @@ def user():
 
 def validate_next_job() -> Problem:
     """What the evaluator does with a validation job, run here with the real runner."""
-    job = jobs.claim("test-evaluator", "cpu")
+    job = leases.claim("test-evaluator", "cpu")
     assert job is not None and job.purpose == EvaluationJob.Purpose.VALIDATE
     result = runner.validate(job.problem.source, device=job.device, timeout=240)
     services.problem_record_validation(problem=job.problem, job=job, result=result)
@@ -58,7 +59,7 @@ def test_the_sandbox_also_rejects_what_the_static_checks_catch(user, source, exp
     # A source that reached the table without the web's checks (e.g. through the admin)
     # still gets a precise reason from the sandbox.
     problem = Problem.objects.create(name="Unchecked", source=source)
-    jobs.enqueue_validation(problem)
+    queue.enqueue_validation(problem)
     problem = validate_next_job()
     assert problem.validation_status == Problem.Validation.INVALID
     assert expected in problem.validation_reason

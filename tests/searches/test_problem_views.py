@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from searches import jobs, services
+from evaluation import leases
+from searches import services
 from searches.models import EvaluationJob, Problem, Search
 
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes
@@ -32,7 +33,7 @@ def problem(user):
 
 
 def record_ok(problem):
-    job = jobs.claim("w1", problem.device)
+    job = leases.claim("w1", problem.device)
     services.problem_record_validation(problem=problem, job=job, result={
         "schema": 1, "status": "ok", "reason": "", "outputs": [{"shape": [16, 256], "dtype": "float32"}],
         "family": "softmax", "flops": 2.0e4, "min_bytes": 3.3e4,
@@ -110,7 +111,7 @@ def test_cuda_problem_says_it_waits_for_a_cuda_worker(client_in, user):
 
 
 def test_detail_of_an_invalid_problem_shows_the_precise_reason(client_in, problem):
-    job = jobs.claim("w1", "cpu")
+    job = leases.claim("w1", "cpu")
     services.problem_record_validation(problem=problem, job=job, result={
         "schema": 1, "status": "invalid", "reason": "Model.forward raised RuntimeError: reference exploded <here>",
         "outputs": [], "family": None, "flops": None, "min_bytes": None, "baseline": None, "environment": {},
@@ -178,7 +179,7 @@ def test_edit_with_a_broken_source_keeps_the_problem_and_the_input(client_in, pr
 
 
 def test_validate_again_queues_a_new_job(client_in, problem):
-    jobs.fail(jobs.claim("w1", "cpu"), "worker died")
+    services.job_fail(job=leases.claim("w1", "cpu"), reason="worker died")
     response = client_in.post(reverse("problem_revalidate", args=[problem.code]))
     assert response.status_code == 302
     assert EvaluationJob.objects.filter(problem=problem, status="queued").count() == 1

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from searches.catalog import playbook as book
+import playbook as book
 from tests.fakes.anthropic_server import Behaviour, FakeAnthropic, ideas_reply, python_reply, task_of
 
 from .engine_env import PROBLEM_KEY, env_for, manage, query, script, validated_db

@@ -59,13 +59,16 @@ def test_production_turns_debug_off_and_cookies_secure(tmp_path):
     assert done.stdout.split() == ["False", "True", "True", "True", "True"], done.stderr
 
 
-def test_embedded_sqlite_uses_wal_and_a_busy_timeout(tmp_path):
-    code = (
-        "from django.db import connection; c = connection.cursor(); "
-        "print(c.execute('PRAGMA journal_mode').fetchone()[0], c.execute('PRAGMA busy_timeout').fetchone()[0])"
-    )
-    done = manage(tmp_path, "shell", "--no-imports", "-c", code)
-    assert done.stdout.split() == ["wal", "30000"], done.stderr
+SQLITE_OPTIONS = (
+    "from django.db import connection; c = connection.cursor(); "
+    "print(c.execute('PRAGMA journal_mode').fetchone()[0], c.execute('PRAGMA busy_timeout').fetchone()[0], "
+    "connection.transaction_mode, connection.settings_dict['NAME'])"
+)
+
+
+def test_embedded_sqlite_uses_wal_a_busy_timeout_and_immediate_transactions(tmp_path):
+    done = manage(tmp_path, "shell", "--no-imports", "-c", SQLITE_OPTIONS)
+    assert done.stdout.split() == ["wal", "30000", "IMMEDIATE", str(tmp_path / "db.sqlite3")], done.stderr
     assert (tmp_path / "db.sqlite3").exists()
 
 
@@ -75,3 +78,11 @@ def test_debug_is_off_unless_asked_for(tmp_path, value, expected):
     code = "from django.conf import settings; print(settings.DEBUG)"
     done = manage(tmp_path, "shell", "--no-imports", "-c", code, **env)
     assert done.stdout.split() == [expected], done.stderr
+
+
+def test_a_sqlite_database_url_gets_the_same_options(tmp_path):
+    # DATABASE_URL=sqlite:///... used to drop them: the orchestrator then died on "database is locked".
+    path = tmp_path / "from-url.sqlite3"
+    done = manage(tmp_path, "shell", "--no-imports", "-c", SQLITE_OPTIONS, DATABASE_URL=f"sqlite:///{path}")
+    assert done.stdout.split() == ["wal", "30000", "IMMEDIATE", str(path)], done.stderr
+    assert path.exists() and not (tmp_path / "db.sqlite3").exists()

@@ -21,7 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from .bench_dashboard import _free_port, _make_search, _wait_for
+from ..benchmarks import free_port, make_search, wait_for
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -73,14 +73,14 @@ class Command(BaseCommand):
     def measure(self, env, built, loads, browser):
         from playwright.sync_api import sync_playwright
 
-        port = _free_port()
+        port = free_port()
         log = tempfile.TemporaryFile()
         web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                 "kernellab.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
         drawn, script, server = [], [], []
         try:
-            _wait_for(f"http://127.0.0.1:{port}/login/", web, log)
+            wait_for(f"http://127.0.0.1:{port}/login/", web, log)
             with sync_playwright() as pw:
                 chromium = pw.chromium.launch(executable_path=browser, headless=True, args=["--no-sandbox"])
                 context = chromium.new_context(base_url=f"http://127.0.0.1:{port}",
@@ -117,7 +117,7 @@ class Command(BaseCommand):
 
         call_command("migrate", verbosity=0)
         user = get_user_model().objects.create_user("bench", password=secrets.token_urlsafe(16))
-        search = _make_search(user, kernels)
+        search = make_search(user, kernels)
         client = Client()
         client.force_login(user)
         self.stdout.write(json.dumps({"search_code": str(search.code), "session": client.cookies["sessionid"].value,

@@ -15,9 +15,10 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from searches import catalog, engine, selectors, services
+from evaluation.worker import EvaluationWorker, default_name
+from searches import catalog, selectors, services
+from searches.engine import kick, loop, records
 from searches.models import Device, EvaluationJob, Kernel, Problem, Search
-from searches.worker import EvaluationWorker, default_name
 
 
 class Command(BaseCommand):
@@ -60,7 +61,7 @@ class Command(BaseCommand):
 
         wake = threading.Event()
         ours: dict = {}
-        engine.set_kicker(lambda sid: wake.set() if ours.get("id") in (None, sid) else engine._queue_advance(sid))
+        kick.set_kicker(lambda sid: wake.set() if ours.get("id") in (None, sid) else kick.queue_advance(sid))
         try:
             try:
                 search = services.search_start(
@@ -82,7 +83,8 @@ class Command(BaseCommand):
             orchestrator.start()
             interrupted = False
             try:
-                worker.run(should_stop=lambda: _search_done(search.id, progress))
+                # A dead orchestrator thread ends the wait too: nothing would advance the search.
+                worker.run(should_stop=lambda: _search_done(search.id, progress) or not orchestrator.is_alive())
             finally:
                 interrupted = worker.stopping
                 if interrupted:
@@ -91,7 +93,7 @@ class Command(BaseCommand):
                 ours["done"] = True
                 orchestrator.join(timeout=30)
         finally:
-            engine.set_kicker(None)
+            kick.set_kicker(None)
         progress.close()
         search.refresh_from_db()
         self._report(search, opts["top"])
@@ -171,7 +173,8 @@ class Command(BaseCommand):
 
 
 def _orchestrate(search_id: int, wake: threading.Event) -> None:
-    """The engine's steps, as the task queue would run them, driven by local kicks."""
+    """The engine's steps, as the task queue would run them, driven by local kicks. An error that
+    escapes the engine (taking or giving back its lease) ends the search as failed."""
     try:
         while True:
             wake.wait(timeout=2.0)
@@ -179,7 +182,9 @@ def _orchestrate(search_id: int, wake: threading.Event) -> None:
             search = Search.objects.only("status").get(pk=search_id)
             if search.status not in Search.ACTIVE:
                 return
-            engine.advance(search_id)
+            loop.advance(search_id)
+    except Exception as exc:
+        records.fail_search(search_id, f"the search engine stopped on an error: {type(exc).__name__}: {exc}")
     finally:
         close_old_connections()
 

@@ -1,0 +1,43 @@
+"""`python manage.py evaluator`: the evaluation worker (one per GPU, or one for the CPU)."""
+
+import logging
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.worker import EvaluationWorker, default_name
+from searches.models import Device
+
+
+class Command(BaseCommand):
+    help = ("Claim evaluation jobs (problem validations, kernel candidates) for this host's device and run them in "
+            "runner sandboxes. Run one per GPU, pinned with CUDA_VISIBLE_DEVICES. Stops cleanly on SIGTERM.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--device", choices=Device.values, default=None,
+                            help=f"which jobs to take (default: RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r})")
+        parser.add_argument("--once", action="store_true", help="work through the queued jobs, then exit")
+        parser.add_argument("--name", default="",
+                            help="worker name, unique among running workers (default: host-device-pid). Restarting "
+                                 "under the same name frees the jobs the previous run held.")
+        parser.add_argument("--pool-size", type=int, default=None,
+                            help=f"warm sandboxes to keep (default: RUNNER_POOL_SIZE, now {settings.RUNNER_POOL_SIZE})")
+        parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks at an empty queue")
+        parser.add_argument("--rekick-seconds", type=float, default=60.0,
+                            help="how often to re-kick active searches whose orchestration went quiet, e.g. after "
+                                 "a task worker was killed (default 60; 0: never)")
+
+    def handle(self, *args, device, once, name, pool_size, poll, rekick_seconds, **options):
+        device = device or settings.RUNNER_DEVICE
+        if device not in Device.values:
+            raise CommandError(f"RUNNER_DEVICE={device!r} is not a device KernelLab knows: use cpu or cuda.")
+        pool_size = pool_size or settings.RUNNER_POOL_SIZE
+        if pool_size < 1:
+            raise CommandError("--pool-size must be at least 1.")
+        name = name.strip() or default_name(device)
+        logging.getLogger("searches").setLevel(logging.INFO)
+        worker = EvaluationWorker(name=name, device=device, pool_size=pool_size, poll_seconds=poll,
+                                  rekick_seconds=rekick_seconds)
+        self.stderr.write(f"evaluator {name}: serving {device} jobs with {pool_size} warm sandbox(es)")
+        done = worker.run(once=once)
+        self.stderr.write(f"evaluator {name}: stopped after {done} job(s)")

@@ -1,0 +1,227 @@
+"""The evaluation worker: claims jobs of its device and runs them through warm runner sandboxes.
+
+One worker per GPU (or one for the CPU). It never executes problem or kernel code itself and
+never imports torch or cupy: `runner.Pool` runs every job in a fresh sandbox process. While a
+job runs, a thread renews its lease; a heartbeat goes to the Worker table. SIGTERM (or Ctrl-C)
+stops it cleanly: a running job is handed back to the queue without using up an attempt.
+A worker that is SIGKILLed never reports: its lease runs out (or it restarts under the same
+name, which frees its old leases at once) and the job is claimed again, counting an attempt,
+so a job that keeps killing its worker fails for good after `max_attempts`.
+"""
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+
+from django.conf import settings
+from django.db import OperationalError, close_old_connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lib.leases import LeaseRenewer
+from searches import services
+from searches.engine.kick import rekick_stalled
+from searches.models import EvaluationJob, Worker as WorkerRow
+
+from . import leases
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = WorkerRow.HEARTBEAT_SECONDS  # the Workers page reads it from the model
+REKICK_SECONDS = 60
+
+
+class WorkerStopping(Exception):
+    """Raised inside a running job when the worker is asked to stop."""
+
+
+def default_name(device: str) -> str:
+    return f"{socket.gethostname()}-{device}-{os.getpid()}"
+
+
+class EvaluationWorker:
+    def __init__(self, *, name: str, device: str, pool_size: int = 1, poll_seconds: float = 0.5,
+                 rekick_seconds: float = REKICK_SECONDS):
+        self.name = name
+        self.device = device
+        self.pool_size = pool_size
+        self.poll_seconds = poll_seconds
+        self.rekick_seconds = rekick_seconds
+        self.stopping = False
+        self._in_job = False
+        self._last_heartbeat = 0.0
+        self._last_rekick = 0.0
+        self.device_name = ""
+        self.jobs_done = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def run(self, *, once: bool = False, should_stop=None) -> int:
+        """Work until stopped. `once`: exit when the queue has nothing for this device.
+        `should_stop`: a callable checked between jobs (the foreground search command)."""
+        import runner  # the sandbox pool; runner itself keeps torch out of this process
+
+        self._install_signal_handlers()
+        freed = leases.expire_leases_of(self.name)
+        if freed:
+            log.warning("%s: %d job(s) held by an earlier run under this name were freed", self.name, freed)
+        self._heartbeat(force=True, started=True)
+        try:
+            with runner.Pool(device=self.device, size=self.pool_size) as pool:
+                while not self.stopping:
+                    if should_stop is not None and should_stop():
+                        break
+                    self._heartbeat()
+                    self._maybe_rekick()
+                    job = leases.claim(self.name, self.device)
+                    if job is None:
+                        if once:
+                            break
+                        self._sleep(self.poll_seconds)
+                        continue
+                    try:
+                        self.run_job(pool, job)
+                    except WorkerStopping:
+                        break
+        finally:
+            self._heartbeat(force=True, current_job=None)
+            close_old_connections()
+        return self.jobs_done
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.stopping = True
+        if self._in_job:
+            raise WorkerStopping(f"signal {signum}")
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < end:
+            time.sleep(min(0.1, seconds))
+
+    # --- one job -------------------------------------------------------------------------------
+
+    def run_job(self, pool, job: EvaluationJob) -> None:
+        self._mark_started(job)
+        renewer = job_renewer(job.id, self.name)
+        renewer.start()
+        try:
+            self._in_job = True
+            try:
+                result = self._evaluate(pool, job)
+            finally:
+                self._in_job = False
+        except WorkerStopping:
+            renewer.stop()
+            leases.release(job, self.name)
+            log.info("%s: stopping; job %s handed back to the queue", self.name, job.id)
+            raise
+        except Exception as exc:  # the runner itself broke (not a verdict): retry elsewhere
+            renewer.stop()
+            if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+                reason = f"the problem failed validation: {exc}"
+                _with_retries(lambda: _fail_now(job, reason))
+                return
+            log.exception("%s: job %s could not run", self.name, job.id)
+            error = f"the runner failed: {exc}"
+            _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
+            return
+        renewer.stop()
+        _with_retries(lambda: self._record(job, result))
+        self.jobs_done += 1
+
+    def _evaluate(self, pool, job: EvaluationJob) -> dict:
+        problem = job.problem
+        if job.purpose == EvaluationJob.Purpose.VALIDATE:
+            return pool.validate(problem.source, device=job.device, timeout=settings.RUNNER_TIMEOUT)
+        return pool.evaluate(
+            problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
+            atol=problem.atol, rtol=problem.rtol, allow_library=bool((job.options or {}).get("allow_library")),
+        )
+
+    def _mark_started(self, job: EvaluationJob) -> None:
+        _with_retries(lambda: services.kernel_mark_evaluating(job=job))
+        self._heartbeat(force=True, current_job=job)
+
+    def _record(self, job: EvaluationJob, result: dict) -> None:
+        with transaction.atomic():
+            if job.purpose == EvaluationJob.Purpose.VALIDATE:
+                services.problem_record_validation(problem=job.problem, job=job, result=result)
+            else:
+                services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
+            WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)
+        self.device_name = (result.get("environment") or {}).get("device_name") or self.device_name
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+
+    def _heartbeat(self, *, force: bool = False, current_job="keep", started: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_heartbeat < HEARTBEAT_SECONDS:
+            return
+        self._last_heartbeat = now
+        fields = {"host": socket.gethostname(), "pid": os.getpid(), "device": self.device,
+                  "heartbeat_at": timezone.now()}
+        if started:  # a restart under the same name is a new life of the worker
+            fields["started_at"] = fields["heartbeat_at"]
+        if self.device_name:
+            fields["device_name"] = self.device_name
+        if current_job != "keep":
+            fields["current_job"] = current_job
+        try:
+            with transaction.atomic():
+                WorkerRow.objects.update_or_create(name=self.name, defaults=fields)
+        except OperationalError:
+            log.warning("%s: heartbeat skipped (database busy)", self.name)
+
+    def _maybe_rekick(self) -> None:
+        now = time.monotonic()
+        if self.rekick_seconds <= 0 or now - self._last_rekick < self.rekick_seconds:
+            return
+        self._last_rekick = now
+        try:
+            rekick_stalled()
+        except Exception:
+            log.exception("%s: could not re-kick stalled searches", self.name)
+
+
+def job_renewer(job_id: int, worker_name: str) -> LeaseRenewer:
+    """While a job runs: keeps the worker's heartbeat going, so the Workers page sees it alive,
+    and the job's lease fresh, so a long evaluation is not taken for a dead worker."""
+    lease_every = max(0.5, settings.JOB_LEASE_SECONDS / 3)
+    renewed = time.monotonic()
+
+    def beat() -> bool:
+        nonlocal renewed
+        WorkerRow.objects.filter(name=worker_name).update(heartbeat_at=timezone.now())
+        if time.monotonic() - renewed < lease_every:
+            return True
+        renewed = time.monotonic()
+        return leases.renew(job_id, worker_name)
+
+    return LeaseRenewer(beat, interval=min(lease_every, HEARTBEAT_SECONDS), name=f"lease-{job_id}")
+
+
+def _fail_now(job: EvaluationJob, reason: str) -> None:
+    with transaction.atomic():
+        job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
+        if job.status == EvaluationJob.Status.LEASED:
+            services.job_fail(job=job, reason=reason)
+
+
+def _with_retries(action, attempts: int = 5):
+    """Run a short write, retrying while the database is busy (SQLite under load)."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except OperationalError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))

@@ -1,0 +1,96 @@
+"""The interface every proposer implements: ideas for a parent kernel, then kernels for an idea.
+
+Proposers never run code. They get plain data (problem source and metadata, earlier kernels
+and their results) and return text. Replies are untrusted: the runner judges every kernel.
+"""
+
+from dataclasses import dataclass, field
+
+
+class ProposerError(Exception):
+    """A proposer could not produce anything usable (the reply is kept on the exception)."""
+
+    def __init__(self, message: str, exchange: "Exchange | None" = None):
+        super().__init__(message)
+        self.exchange = exchange
+
+
+@dataclass
+class Exchange:
+    """What one proposer call cost and said: stored as a ProposerCall."""
+
+    prompt: str = ""
+    reply: str = ""
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class ProblemContext:
+    name: str
+    source: str
+    device: str  # "cpu" or "cuda"
+    family: str | None = None  # from `runner validate`, e.g. "softmax"
+    outputs: list = field(default_factory=list)  # [{shape, dtype}]
+    allow_library: bool = False
+    description: str = ""
+
+
+@dataclass
+class KernelContext:
+    """A kernel shown to the proposer: its source and how it fared."""
+
+    id: int
+    source: str
+    status: str
+    median_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    reason: str = ""
+    idea_title: str = ""
+    speed_of_light: str = ""  # e.g. "72% of the speed of light (floor 0.505 ms, memory-bound: ...)"
+
+
+@dataclass
+class TriedIdea:
+    title: str
+    description: str
+    outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
+
+
+@dataclass
+class IdeaProposal:
+    title: str
+    description: str
+
+
+@dataclass
+class KernelProposal:
+    source: str  # a complete ModelNew module; "" when the reply had no usable code
+    name: str = ""
+    note: str = ""
+
+
+class Proposer:
+    name = "base"
+
+    def starting_kernel(self, problem: ProblemContext) -> tuple[KernelProposal, Exchange]:
+        """Round 0: a straightforward translation of the reference into the kernel format."""
+        raise NotImplementedError
+
+    def ideas(self, problem: ProblemContext, parent: KernelContext, tried: list[TriedIdea], count: int
+              ) -> tuple[list[IdeaProposal], Exchange]:
+        raise NotImplementedError
+
+    def kernel(self, problem: ProblemContext, parent: KernelContext, idea: IdeaProposal, variant: int
+               ) -> tuple[KernelProposal, Exchange]:
+        """One implementation of `idea` applied to `parent`; `variant` (0..K-1) asks for a distinct one."""
+        raise NotImplementedError
+
+    def repair(self, problem: ProblemContext, broken: KernelContext, compiler_log: str
+               ) -> tuple[KernelProposal, Exchange]:
+        raise NotImplementedError

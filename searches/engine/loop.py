@@ -1,0 +1,323 @@
+"""The search loop: pick parents, ask for ideas, fan out kernels, select survivors.
+
+A search is a resumable state machine. `advance(search_id)` (run by the django-q2 task
+`advance_search`) does one piece of work at a time until nothing is left to do right now:
+
+  round 0   the proposer's starting kernel (a fork starts at round 1 with its copied history)
+  round r   for each parent chosen when the round started: ask for I ideas (one call,
+            conditioned on the ideas tried so far and their outcomes), then implement each idea
+            K times; every candidate becomes a Kernel row and an EvaluationJob at once, so the
+            evaluation workers start while the proposer is still writing (pipelining). A
+            candidate that fails to compile gets up to `repair_attempts` repairs.
+  next      once every job of the round has finished, the best correct kernels become the
+            next round's parents; after R rounds, or when a budget is reached, the search ends.
+
+Every piece of work is saved as soon as it is produced, under the search row's lock, with a
+unique key (idea slot, kernel variant, one repair per broken kernel, one starting kernel), so
+re-running `advance` after a crash continues where it stopped and never duplicates. A lease on
+the search row keeps one orchestrator at a time; work that arrives while the lease is held
+sets `engine_kicked`, and the holder loops again before letting go. Proposer calls run outside
+any database transaction. Pause and cancel are honoured between steps.
+"""
+
+import logging
+import time
+import uuid
+
+from django.db import DatabaseError, transaction
+
+from evaluation import queue
+from live import events
+from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
+from searches.models import EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
+
+from . import context, lease, records
+
+log = logging.getLogger(__name__)
+
+# Kernels the engine made itself (budgets count these; user kernels and fork copies are free).
+GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
+REPAIRABLE = GENERATED
+STEP_TRIES, STEP_RETRY_SECONDS = 3, 0.5
+
+
+# --- the loop under the lease ----------------------------------------------------------------------------
+
+
+def advance(search_id: int) -> None:
+    """Do every piece of work the search has right now, then return. Safe to call any time,
+    from any process, any number of times."""
+    token = uuid.uuid4().hex
+    if not lease.acquire(search_id, token):
+        return
+    renewer = lease.renewer(search_id, token)
+    renewer.start()
+    try:
+        _work(search_id, token)
+    except Exception as exc:  # a dead orchestrator must not leave the search spinning at "running"
+        log.exception("search %s: engine error", search_id)
+        records.fail_search(search_id, f"the search engine stopped on an error: {type(exc).__name__}: {exc}")
+        lease.release(search_id, token, force=True)
+    except BaseException:
+        lease.release(search_id, token, force=True)
+        raise
+    finally:
+        renewer.stop()
+
+
+def _work(search_id: int, token: str) -> None:
+    while True:
+        try:
+            progressed = _step_retrying(search_id)
+        except ProposerError as exc:  # e.g. no API key in this worker's environment
+            records.set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
+            progressed = False
+        if progressed:
+            lease.renew(search_id, token)
+            continue
+        if lease.release(search_id, token):
+            return
+
+
+def _step_retrying(search_id: int) -> bool:
+    """A step, tried again on a database error (a lock held past the busy timeout, a dropped
+    connection): steps are idempotent. Past the last try the error ends the search."""
+    for attempt in range(1, STEP_TRIES + 1):
+        try:
+            return _step(search_id)
+        except DatabaseError:
+            if attempt == STEP_TRIES:
+                raise
+            log.warning("search %s: database error in a step; trying again", search_id, exc_info=True)
+            time.sleep(STEP_RETRY_SECONDS * attempt)
+    return False  # STEP_TRIES < 1: no step taken
+
+
+# --- one step ----------------------------------------------------------------------------------
+
+
+def _step(search_id: int) -> bool:
+    """Do the next piece of work. True when something was done (call again)."""
+    search = Search.objects.select_related("problem").get(pk=search_id)
+    if search.status == Search.Status.QUEUED:
+        records.set_status(search_id, Search.Status.RUNNING)
+        return True
+    if search.status != Search.Status.RUNNING:
+        return False
+
+    stop_reason = budget_reached(search)
+    if not stop_reason:
+        round_work = _seed_work if search.current_round == 0 else _round_work
+        if round_work(search):
+            return True
+        if _repair_work(search):
+            return True
+    if queue.pending_for_search(search_id).exists():
+        return False  # each verdict kicks the search again
+    if stop_reason:
+        records.finish(search_id, Search.Status.COMPLETED, stop_reason)
+        return True
+    return _start_next_round(search_id)
+
+
+def budget_reached(search: Search) -> str:
+    """Why the search may not spend more, or "" while it may."""
+    if search.max_candidates is not None:
+        made = Kernel.objects.filter(search=search, origin__in=GENERATED).count()
+        if made >= search.max_candidates:
+            return f"budget reached: {made} of at most {search.max_candidates} candidates"
+    if search.max_tokens is not None and search.tokens_in + search.tokens_out >= search.max_tokens:
+        return f"budget reached: {search.tokens_in + search.tokens_out} of at most {search.max_tokens} tokens"
+    if search.max_cost_usd is not None and search.cost_usd >= search.max_cost_usd:
+        return f"budget reached: ${search.cost_usd:.4f} of at most ${search.max_cost_usd:.4f}"
+    return ""
+
+
+def _seed_work(search: Search) -> bool:
+    if Kernel.objects.filter(search=search, origin__in=[Kernel.Origin.SEED, Kernel.Origin.FORK]).exists():
+        return _implement_next(search)  # user ideas added during round 0
+    proposer = context.proposer_for(search)
+    try:
+        proposal, exchange = proposer.starting_kernel(context.problem_context(search))
+    except ProposerError as exc:
+        records.proposer_gave_up(search, ProposerCall.Purpose.KERNEL, exc, "write the starting kernel")
+        return True
+    with transaction.atomic():
+        records.lock_search(search.id)
+        call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
+        if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
+            return True  # another orchestrator got there first; the call is still paid for
+        records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.SEED, round=0, name="starting kernel")
+    return True
+
+
+def _round_work(search: Search) -> bool:
+    """Ideas for the next parent that has none, else the next missing implementation."""
+    plan = round_plan(search, search.current_round)
+    for parent_id in plan["parents"]:
+        if parent_id not in plan["asked"]:
+            return _ask_ideas(search, parent_id)
+        if _implement_next(search, parent_kernel_id=parent_id):
+            return True
+    return _implement_next(search)  # user ideas, fork-carried ideas
+
+
+def round_plan(search: Search, round_number: int) -> dict:
+    plan = (search.round_parents or {}).get(str(round_number)) or {}
+    return {"parents": list(plan.get("parents", [])), "asked": list(plan.get("asked", []))}
+
+
+def _ask_ideas(search: Search, parent_id: int) -> bool:
+    parent = Kernel.objects.select_related("idea").get(pk=parent_id)
+    proposer = context.proposer_for(search)
+    try:
+        proposals, exchange = proposer.ideas(
+            context.problem_context(search), context.kernel_context(parent), context.tried_ideas(search), search.ideas_per_parent
+        )
+    except ProposerError as exc:
+        records.proposer_gave_up(search, ProposerCall.Purpose.IDEAS, exc, f"propose ideas for kernel #{parent_id}")
+        return True
+    origin = Idea.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Idea.Origin.PLAYBOOK
+    with transaction.atomic():
+        locked = records.lock_search(search.id)
+        call = records.record_call(search, ProposerCall.Purpose.IDEAS, exchange)
+        plan = round_plan(locked, search.current_round)
+        if parent_id in plan["asked"]:
+            return True
+        for slot, proposal in enumerate(proposals[: search.ideas_per_parent]):
+            idea = Idea.objects.create(
+                search=search, parent_kernel_id=parent_id, round=search.current_round, slot=slot,
+                title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
+                origin=origin, call=call,
+            )
+            events.publish(search.id, "idea.created", events.idea_payload(idea))
+        plan["asked"].append(parent_id)
+        records.save_plan(locked, search.current_round, plan)
+    return True
+
+
+def _implement_next(search: Search, parent_kernel_id: int | None = None) -> bool:
+    ideas = Idea.objects.filter(search=search, round=search.current_round).order_by("id")
+    if parent_kernel_id is not None:
+        ideas = ideas.filter(parent_kernel_id=parent_kernel_id, slot__isnull=False)
+    for idea in ideas.select_related("parent_kernel__idea"):
+        done = set(Kernel.objects.filter(idea=idea, variant__isnull=False).values_list("variant", flat=True))
+        for variant in range(search.kernels_per_idea):
+            if variant not in done:
+                _implement(search, idea, variant)
+                return True
+    return False
+
+
+def _implement(search: Search, idea: Idea, variant: int) -> None:
+    proposer = context.proposer_for(search)
+    parent = idea.parent_kernel
+    try:
+        proposal, exchange = proposer.kernel(
+            context.problem_context(search), context.kernel_context(parent) if parent else None,
+            IdeaProposal(idea.title, idea.description), variant,
+        )
+        error = ""
+    except ProposerError as exc:
+        proposal, exchange, error = KernelProposal(source="", note=str(exc)), exc.exchange or Exchange(), str(exc)
+    origin = Kernel.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Kernel.Origin.PLAYBOOK
+    with transaction.atomic():
+        records.lock_search(search.id)
+        call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange, error=error)
+        if Kernel.objects.filter(idea=idea, variant=variant).exists():
+            return
+        records.save_kernel(
+            search, proposal, call=call, origin=origin, round=idea.round, idea=idea, parent=parent, variant=variant,
+            name=proposal.name or f"r{idea.round} idea {idea.id} v{variant + 1}",
+        )
+
+
+def _repair_work(search: Search) -> bool:
+    # The playbook's kernels are fixed text: it cannot repair from a compiler message.
+    if search.repair_attempts <= 0 or search.proposer == Search.Proposer.PLAYBOOK:
+        return False
+    broken = (
+        Kernel.objects.filter(search=search, status=Verdict.COMPILE_ERROR, origin__in=REPAIRABLE, repairs__isnull=True)
+        .select_related("idea")
+        .order_by("id")
+    )
+    for kernel in broken:
+        if _repair_depth(kernel) >= search.repair_attempts:
+            continue
+        _repair(search, kernel)
+        return True
+    return False
+
+
+def _repair_depth(kernel: Kernel) -> int:
+    depth, current = 0, kernel
+    while current.repair_of_id is not None:
+        depth += 1
+        current = Kernel.objects.only("id", "repair_of_id").get(pk=current.repair_of_id)
+    return depth
+
+
+def _repair(search: Search, broken: Kernel) -> None:
+    run = broken.runs.filter(purpose=EvaluationJob.Purpose.SEARCH).order_by("-id").first()
+    log_text = (run.compile_log if run and run.compile_log else "") or broken.reason
+    proposer = context.proposer_for(search)
+    try:
+        proposal, exchange = proposer.repair(context.problem_context(search), context.kernel_context(broken), log_text)
+        error = ""
+    except ProposerError as exc:
+        proposal, exchange, error = KernelProposal(source="", note=str(exc)), exc.exchange or Exchange(), str(exc)
+    with transaction.atomic():
+        records.lock_search(search.id)
+        call = records.record_call(search, ProposerCall.Purpose.REPAIR, exchange, error=error)
+        if Kernel.objects.filter(repair_of=broken).exists():
+            return
+        records.save_kernel(
+            search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round, idea=broken.idea,
+            parent=broken.parent, repair_of=broken, name=proposal.name or f"repair of {broken.name or broken.id}",
+        )
+
+
+def _start_next_round(search_id: int) -> bool:
+    with transaction.atomic():
+        search = records.lock_search(search_id)
+        if search.status != Search.Status.RUNNING or queue.pending_for_search(search_id).exists():
+            return False
+        if _has_unimplemented_ideas(search):
+            return True  # a user idea arrived since the step looked: go implement it
+        finished = search.current_round
+        if finished >= search.rounds:
+            records.finish(search_id, Search.Status.COMPLETED, f"completed all {search.rounds} rounds")
+            return True
+        parents = choose_parents(search)
+        if not parents:
+            records.finish(search_id, Search.Status.COMPLETED,
+                    f"stopped after round {finished}: no correct kernel to build on")
+            return True
+        search.current_round = finished + 1
+        search.round_parents = {**(search.round_parents or {}), str(search.current_round): {"parents": parents, "asked": []}}
+        search.save(update_fields=["current_round", "round_parents"])
+        events.publish(search_id, "round.started", {"round": search.current_round, "parents": parents})
+        events.publish_search_progress(search_id)
+    return True
+
+
+def _has_unimplemented_ideas(search: Search) -> bool:
+    for idea in Idea.objects.filter(search=search, round=search.current_round):
+        if Kernel.objects.filter(idea=idea, variant__isnull=False).count() < search.kernels_per_idea:
+            return True
+    return False
+
+
+def choose_parents(search: Search) -> list[int]:
+    """The next round's parents: the B fastest correct kernels so far, plus a bank of up to
+    `bank_size` more good ones that were never a parent yet (so earlier promising branches get
+    explored too). Quarantined (implausibly fast) kernels are never built on."""
+    correct = list(
+        Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False)
+        .order_by("median_ms", "id")
+        .values_list("id", flat=True)
+    )
+    top = correct[: search.parents_per_round]
+    used = {pid for plan in (search.round_parents or {}).values() for pid in plan.get("parents", [])}
+    bank = [kid for kid in correct[search.parents_per_round:] if kid not in used][: search.bank_size]
+    return top + bank

@@ -1,0 +1,124 @@
+"""How the engine saves its work: every write happens under the search row's lock, in the
+transaction that publishes its event."""
+
+import logging
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evaluation import queue
+from live import events
+from proposers.base import Exchange, KernelProposal, ProposerError
+from proposers.pricing import call_cost
+from searches.models import Kernel, ProposerCall, Search, Verdict
+from searches.services import kernels as kernel_services
+
+log = logging.getLogger(__name__)
+
+
+def lock_search(search_id: int) -> Search:
+    return Search.objects.select_for_update().get(pk=search_id)
+
+
+def save_plan(search: Search, round_number: int, plan: dict) -> None:
+    search.round_parents = {**(search.round_parents or {}), str(round_number): plan}
+    search.save(update_fields=["round_parents"])
+
+
+def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round, name, idea=None, parent=None,
+                variant=None, repair_of=None) -> Kernel:
+    """A candidate: a Kernel row, plus its evaluation job when it has code. Inside a transaction."""
+    source = proposal.source or ""
+    status, reason = Verdict.PENDING, ""
+    if not source.strip():
+        status, reason = Verdict.NO_CODE, proposal.note or "the proposer's reply had no usable code"
+    elif len(source.encode()) > settings.KERNEL_SOURCE_MAX_BYTES:
+        status, reason = Verdict.REJECTED, f"the kernel source is larger than {settings.KERNEL_SOURCE_MAX_BYTES} bytes"
+    try:
+        with transaction.atomic():
+            kernel = Kernel.objects.create(
+                problem_id=search.problem_id, search=search, idea=idea, parent=parent, repair_of=repair_of,
+                round=round, variant=variant, name=name[:200], source=source, origin=origin, call=call,
+                status=status, reason=reason,
+            )
+    except IntegrityError:
+        raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
+    if status == Verdict.PENDING:
+        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
+    events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+    return kernel
+
+
+def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str = "") -> ProposerCall:
+    """Store one proposer call and add its tokens and cost to the search. Inside a transaction."""
+    exchange = exchange or Exchange()
+    cost = call_cost(exchange)
+    call = ProposerCall.objects.create(
+        search=search, purpose=purpose, proposer=search.proposer, model=exchange.model or search.model,
+        prompt=exchange.prompt, reply=exchange.reply, ok=not error, error=error,
+        input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
+        cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
+        cost_usd=cost, duration_s=exchange.duration_s,
+    )
+    tokens_in = exchange.input_tokens + exchange.cache_read_tokens + exchange.cache_write_tokens
+    if tokens_in or exchange.output_tokens or cost:
+        Search.objects.filter(pk=search.pk).update(
+            tokens_in=F("tokens_in") + tokens_in, tokens_out=F("tokens_out") + exchange.output_tokens,
+            cost_usd=F("cost_usd") + cost,
+        )
+        events.publish_search_progress(search.pk)
+    return call
+
+
+def set_status(search_id: int, status: str, stop_reason: str | None = None) -> None:
+    with transaction.atomic():
+        search = lock_search(search_id)
+        search.status = status
+        fields = ["status"]
+        if stop_reason is not None:
+            search.stop_reason = stop_reason
+            fields.append("stop_reason")
+        if status == Search.Status.RUNNING and not search.started_at:
+            search.started_at = timezone.now()
+            fields.append("started_at")
+        if status in Search.FINISHED:
+            search.finished_at = timezone.now()
+            fields.append("finished_at")
+        search.save(update_fields=fields)
+        events.publish_search_status(search)
+
+
+def finish(search_id: int, status: str, stop_reason: str) -> None:
+    with transaction.atomic():
+        set_status(search_id, status, stop_reason)
+        if status == Search.Status.COMPLETED:
+            _recheck_elites(search_id)
+
+
+def _recheck_elites(search_id: int) -> None:
+    """Queue a verified rerun (fresh process, new seed) of the search's fastest correct kernels,
+    quarantined ones included: their badge, or their way into the ranking, depends on it."""
+    elites = (Kernel.objects.filter(search_id=search_id, status=Verdict.CORRECT, median_ms__isnull=False)
+              .exclude(origin=Kernel.Origin.FORK).order_by("median_ms")[:settings.ELITE_RECHECKS])
+    for kernel in elites:
+        kernel_services.kernel_request_rerun(kernel=kernel, user=None)
+
+
+def fail_search(search_id: int, reason: str) -> None:
+    """End the search as failed with `reason`; the page and `manage.py search` show it."""
+    try:
+        set_status(search_id, Search.Status.FAILED, reason[:2000])
+    except Exception:
+        log.exception("search %s: could not record the failure", search_id)
+
+
+def proposer_gave_up(search: Search, purpose: str, exc: ProposerError, what: str) -> None:
+    """The proposer could not (after its own retries): keep the call, pause with the reason.
+    Nothing is lost; resuming tries again."""
+    with transaction.atomic():
+        lock_search(search.id)
+        record_call(search, purpose, exc.exchange or Exchange(), error=str(exc) or "failed")
+    set_status(search.id, Search.Status.PAUSED,
+                f"paused: the proposer could not {what} ({exc}). Resume the search to try again.")

@@ -1,1 +1,0 @@
-from .base import Proposer, ProposerError, get_proposer  # noqa: F401

@@ -1,0 +1,49 @@
+"""Reads: the queries behind pages, exports and the engine. No writes here.
+
+One module per entity (problems, searches, kernels, leaderboards, sharing); this module lists
+them all, so callers write `selectors.search_tree(...)`.
+"""
+
+from .kernels import (  # noqa: F401
+    speed_of_light,
+    kernel_is_ranked,
+    kernel_runs,
+    kernel_primary_run,
+    kernel_pending_rerun,
+    kernel_by_code,
+    kernel_signature,
+    kernel_compare_problem,
+    provenance,
+)
+from .leaderboards import (  # noqa: F401
+    leaderboard_devices,
+    leaderboard,
+    leaderboard_rows,
+    leaderboard_problems,
+)
+from .problems import (  # noqa: F401
+    problem_list,
+    problem_versions,
+    problem_latest_version,
+    problem_validation_state,
+    problem_by_reference,
+)
+from .searches import (  # noqa: F401
+    search_proposer_unavailable,
+    search_leaderboard,
+    search_counts,
+    TREE_FIELDS,
+    search_tree,
+    search_best_speedup_by_round,
+    search_idea_stats,
+    search_parent_choices,
+    search_planned_candidates,
+    RANKED_KERNELS,
+    search_list,
+    search_provenance,
+)
+from .sharing import (  # noqa: F401
+    share_token_hash,
+    share_link_by_token,
+    share_links_for,
+)

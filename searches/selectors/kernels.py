@@ -1,0 +1,86 @@
+"""Reads on kernels: runs, comparison, speed of light, ranking."""
+
+from runner import ceilings
+
+from searches.models import BenchmarkRun, EvaluationJob, Kernel, Verdict
+
+
+def speed_of_light(problem, kernel) -> dict | None:
+    """How close a correct kernel's median is to the floor its problem allows on its GPU
+    (runner.ceilings): None where the GPU model's ceilings or the problem's FLOPs and bytes are
+    unknown. Works on Kernel rows and on the tree's plain dicts."""
+    get = kernel.get if isinstance(kernel, dict) else (lambda name: getattr(kernel, name))
+    if get("status") != Verdict.CORRECT:
+        return None
+    return ceilings.speed_of_light(device_name=get("device_name"), flops=problem.flops, min_bytes=problem.min_bytes,
+                                   precision=get("precision"), median_ms=get("median_ms"))
+
+
+def kernel_is_ranked(kernel) -> bool:
+    """Correct, and either plausible or reproduced by a verified rerun and approved by a person.
+    Works on Kernel rows and on the tree's plain dicts."""
+    get = kernel.get if isinstance(kernel, dict) else lambda name: getattr(kernel, name)
+    if get("status") != Verdict.CORRECT or get("median_ms") is None:
+        return False
+    return not get("quarantined") or (bool(get("verified")) and get("approved_by_id") is not None)
+
+
+def kernel_runs(*, kernel: Kernel):
+    return list(BenchmarkRun.objects.filter(kernel=kernel).order_by("-created_at"))
+
+
+def kernel_primary_run(runs: list[BenchmarkRun]) -> BenchmarkRun | None:
+    """The run the kernel's figures come from: its newest search/manual verdict, else any."""
+    for run in runs:
+        if run.purpose != EvaluationJob.Purpose.RERUN:
+            return run
+    return runs[0] if runs else None
+
+
+def kernel_pending_rerun(*, kernel: Kernel) -> bool:
+    return EvaluationJob.objects.filter(
+        kernel=kernel, purpose=EvaluationJob.Purpose.RERUN,
+        status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED],
+    ).exists()
+
+
+def kernel_by_code(code) -> Kernel:
+    return Kernel.objects.select_related("problem", "search", "idea", "parent", "call", "author",
+                                         "approved_by").get(code=code)
+
+
+def kernel_signature(kernel: Kernel):
+    """What a kernel computes, for deciding whether two kernels can be compared: its problem's
+    outputs (shapes and dtypes) as the runner reported them."""
+    outputs = (kernel.problem.validation or {}).get("outputs")
+    return tuple((tuple(o.get("shape") or ()), o.get("dtype")) for o in outputs) if outputs else None
+
+
+def kernel_compare_problem(a: Kernel, b: Kernel) -> str:
+    """Empty when the two kernels can be compared, else the reason why not."""
+    if a.problem_id == b.problem_id:
+        return ""
+    sig_a, sig_b = kernel_signature(a), kernel_signature(b)
+    if sig_a is None or sig_b is None:
+        return ("These kernels solve different problems and at least one problem has not been validated, so "
+                "their outputs cannot be checked to match. Compare kernels of the same problem, or validate both.")
+    if sig_a != sig_b:
+        return "These kernels solve problems with different outputs (shapes or dtypes), so they cannot be compared."
+    return ""
+
+
+def provenance(runs) -> list[dict]:
+    """Hardware and software behind some runs: one entry per distinct environment."""
+    seen, out = set(), []
+    for run in runs:
+        if run is None:
+            continue
+        env = run.environment or {}
+        key = tuple(str(env.get(k, "")) for k in ("device_name", "driver", "torch", "cuda", "runner_version"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"device_name": env.get("device_name") or run.device_name, "driver": env.get("driver"),
+                    "torch": env.get("torch"), "cuda": env.get("cuda"), "python": env.get("python"),
+                    "runner_version": env.get("runner_version"), "date": run.created_at, "seed": run.seed})
+    return out

@@ -1,0 +1,173 @@
+"""Reads on searches: the tree, progress, insights, lists, which proposer can run."""
+
+import os
+from collections import defaultdict
+
+from django.db.models import Max, Q
+
+from proposers.playbook import supports as playbook_supports
+from searches.models import BenchmarkRun, Idea, Kernel, Problem, Search, Verdict
+
+from .kernels import kernel_is_ranked, provenance, speed_of_light
+
+
+def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str) -> str:
+    """Why `proposer` cannot run a search on `problem` for `device`, or "" when it can.
+    The key is checked in this process's environment; the task worker needs it too."""
+    if proposer == Search.Proposer.ANTHROPIC:
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the web "
+                    "server and the task worker (qcluster), then restart them. Without a key, use the built-in playbook.")
+        return ""
+    if proposer == Search.Proposer.PLAYBOOK:
+        family = problem.family
+        if not family:
+            return (f"The built-in playbook only writes kernels for the op families it knows, and the runner did not "
+                    f"recognise “{problem.name}” as one of them: this problem needs an LLM. Set ANTHROPIC_API_KEY "
+                    "and choose the Anthropic proposer.")
+        if not playbook_supports(family, device):
+            return (f"The built-in playbook has no {device} kernels for the “{family}” family: this problem needs an "
+                    "LLM. Set ANTHROPIC_API_KEY and choose the Anthropic proposer.")
+        return ""
+    return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
+
+
+def search_leaderboard(*, search: Search, limit: int = 20) -> list[Kernel]:
+    """The search's correct kernels, fastest first (quarantined ones last, flagged)."""
+    return list(
+        Kernel.objects.filter(search=search, status=Verdict.CORRECT, median_ms__isnull=False)
+        .select_related("idea")
+        .order_by("quarantined", "median_ms", "id")[:limit]
+    )
+
+
+def search_counts(*, search: Search) -> dict:
+    """How many of the search's kernels are in each state, for progress displays."""
+    counts = {}
+    for status in Kernel.objects.filter(search=search).values_list("status", flat=True):
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
+               "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin", "device_name",
+               "precision")
+
+
+def search_tree(*, search: Search) -> dict:
+    """The search's kernels and ideas as plain dicts plus the links between them: compact
+    enough to render 2,000 nodes quickly."""
+    kernels = list(Kernel.objects.filter(search=search).order_by("id").values(*TREE_FIELDS))
+    for k in kernels:
+        sol = speed_of_light(search.problem, k)
+        k["sol"] = sol["fraction"] if sol else None
+    ideas = list(Idea.objects.filter(search=search).order_by("id").values("id", "parent_kernel_id", "round", "title",
+                                                                          "origin"))
+    kernel_ids = {k["id"] for k in kernels}
+    idea_ids = {i["id"] for i in ideas}
+    ideas_of_kernel, kernels_of_idea, repairs_of_kernel, roots = defaultdict(list), defaultdict(list), defaultdict(list), []
+    root_ideas = []
+    for idea in ideas:
+        if idea["parent_kernel_id"] in kernel_ids:
+            ideas_of_kernel[idea["parent_kernel_id"]].append(idea)
+        else:
+            root_ideas.append(idea)
+    for k in kernels:
+        if k["idea_id"] in idea_ids:
+            kernels_of_idea[k["idea_id"]].append(k)
+        elif k["parent_id"] in kernel_ids:
+            repairs_of_kernel[k["parent_id"]].append(k)
+        else:
+            roots.append(k)
+    best = min((k for k in kernels if kernel_is_ranked(k)), key=lambda k: k["median_ms"], default=None)
+    return {
+        "kernels": kernels, "ideas": ideas, "roots": roots, "root_ideas": root_ideas,
+        "ideas_of_kernel": ideas_of_kernel, "kernels_of_idea": kernels_of_idea, "repairs_of_kernel": repairs_of_kernel,
+        "best": best, "best_path": _best_path(kernels, best),
+    }
+
+
+def _best_path(kernels: list[dict], best: dict | None) -> dict:
+    """Kernel ids and idea ids from the root to the best kernel."""
+    path = {"kernels": set(), "ideas": set()}
+    by_id = {k["id"]: k for k in kernels}
+    node = best
+    while node is not None and node["id"] not in path["kernels"]:
+        path["kernels"].add(node["id"])
+        if node["idea_id"]:
+            path["ideas"].add(node["idea_id"])
+        node = by_id.get(node["parent_id"])
+    return path
+
+
+def search_best_speedup_by_round(tree: dict, last_round: int) -> list[dict]:
+    """The best ranked speedups (vs eager and vs torch.compile) found up to and including each
+    round, from round 0 to the later of `last_round` and the last round with a kernel."""
+    best_eager = best_compile = None
+    per_round = defaultdict(list)
+    for k in tree["kernels"]:
+        if kernel_is_ranked(k):
+            per_round[k["round"]].append(k)
+    last = max([last_round, *(k["round"] for k in tree["kernels"])])
+    series = []
+    for r in range(0, last + 1):
+        for k in per_round.get(r, []):
+            if k["speedup_vs_eager"] is not None:
+                best_eager = max(best_eager or 0, k["speedup_vs_eager"])
+            if k["speedup_vs_compile"] is not None:
+                best_compile = max(best_compile or 0, k["speedup_vs_compile"])
+        series.append({"round": r, "eager": best_eager, "compile": best_compile})
+    return series
+
+
+def search_idea_stats(tree: dict) -> list[dict]:
+    """Per idea: how many of its kernels were correct, and the best speedup among them."""
+    stats = []
+    for idea in tree["ideas"]:
+        kernels = tree["kernels_of_idea"].get(idea["id"], [])
+        done = [k for k in kernels if k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)]
+        correct = [k for k in done if k["status"] == Verdict.CORRECT]
+        speedups = [k["speedup_vs_eager"] for k in correct if k["speedup_vs_eager"] is not None]
+        stats.append({
+            "idea": idea, "kernels": len(kernels), "evaluated": len(done), "correct": len(correct),
+            "rate": (len(correct) / len(done)) if done else None, "best_speedup": max(speedups, default=None),
+        })
+    stats.sort(key=lambda s: (s["rate"] is None, -(s["rate"] or 0), -s["evaluated"]))
+    return stats
+
+
+def search_parent_choices(*, search: Search, limit: int = 30) -> list[Kernel]:
+    """Kernels a person may build an idea on: the search's correct ones, fastest first."""
+    return list(Kernel.objects.filter(search=search, status=Verdict.CORRECT).exclude(median_ms=None)
+                .order_by("median_ms").only("code", "name", "median_ms", "round")[:limit])
+
+
+def search_planned_candidates(search: Search) -> int:
+    """The candidate budget, or the number the round settings lead to when there is none."""
+    if search.max_candidates:
+        return search.max_candidates
+    per_round = search.parents_per_round * search.ideas_per_parent * search.kernels_per_idea
+    return max(1, search.rounds * per_round)
+
+
+# kernel_is_ranked as a filter on a search's kernels.
+RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isnull=False)
+                  & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
+
+
+def search_list(*, problem=None, limit: int = 200) -> list[Search]:
+    """Newest first, each with its planned candidates and best ranked speedups (one query)."""
+    qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
+          .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
+                    best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
+    if problem is not None:
+        qs = qs.filter(problem=problem)
+    searches = list(qs[:limit])
+    for search in searches:
+        search.planned = search_planned_candidates(search)
+    return searches
+
+
+def search_provenance(*, search: Search) -> list[dict]:
+    """The environments of the search's latest runs (a search may span GPUs of one model)."""
+    return provenance(BenchmarkRun.objects.filter(kernel__search=search).order_by("-created_at")[:50])

@@ -1,0 +1,49 @@
+"""Writes: every change to KernelLab's data goes through a function of this package.
+
+Functions are keyword-only, named <entity>_<action>, and run in a transaction; events and
+queued work are sent only after commit. One module per entity (problems, searches, kernels,
+sharing), plus who may do what (permissions) and failed jobs (jobs); this module lists them
+all, so callers write `services.search_start(...)`.
+"""
+
+from .jobs import (  # noqa: F401
+    job_fail,
+)
+from .kernels import (  # noqa: F401
+    RERUN_TOLERANCE,
+    kernel_submit,
+    kernel_record_verdict,
+    kernel_request_rerun,
+    kernel_job_failed,
+    kernel_approve,
+    kernel_mark_evaluating,
+)
+from .permissions import (  # noqa: F401
+    may_steer,
+    require_steer,
+    may_approve,
+)
+from .problems import (  # noqa: F401
+    PROBLEM_EDITABLE_FIELDS,
+    PROBLEM_SEMANTIC_FIELDS,
+    problem_create,
+    problem_update,
+    problem_request_validation,
+    problem_record_validation,
+    problem_validation_failed,
+)
+from .searches import (  # noqa: F401
+    SEARCH_KNOB_LIMITS,
+    SEARCH_FORK_OVERRIDES,
+    SEARCH_EFFORTS,
+    search_start,
+    search_pause,
+    search_resume,
+    search_cancel,
+    search_fork,
+    idea_add,
+)
+from .sharing import (  # noqa: F401
+    share_link_create,
+    share_link_revoke,
+)

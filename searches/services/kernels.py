@@ -1,0 +1,194 @@
+"""Writes on kernels: hand-written submissions, verdicts from the evaluation worker, verified
+reruns and the approval of a quarantined kernel."""
+
+import random
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evaluation import queue
+from live import events
+from searches.engine.kick import kick
+from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
+
+from .permissions import may_approve, require_steer
+
+RERUN_TOLERANCE = 0.10  # a rerun "reproduces" when its median is within 10% of the original
+
+
+@transaction.atomic
+def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
+                  parent: Kernel | None = None, name: str = "") -> Kernel:
+    """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node."""
+    source = source or ""
+    if not source.strip():
+        raise ValidationError("The kernel source is empty.", code="source")
+    if len(source.encode()) > settings.KERNEL_SOURCE_MAX_BYTES:
+        raise ValidationError(f"The kernel source is larger than {settings.KERNEL_SOURCE_MAX_BYTES} bytes.",
+                              code="source")
+    if "ModelNew" not in source:
+        raise ValidationError("A kernel module must define `class ModelNew(nn.Module)` (see the kernel format).",
+                              code="source")
+    if problem.validation_status == Problem.Validation.INVALID:
+        raise ValidationError("This problem failed validation; fix it before submitting kernels.", code="problem")
+    if search is not None:
+        require_steer(search, user, "add kernels to it (submit it to the problem instead, or fork the search)")
+    round_number = 0
+    if search is not None:
+        search = Search.objects.select_for_update().get(pk=search.pk)
+        if search.problem_id != problem.pk:
+            raise ValidationError("The search is on a different problem.", code="search")
+        round_number = search.current_round
+    if parent is not None and (search is None or parent.search_id != search.pk):
+        raise ValidationError("The parent kernel must belong to the same search.", code="parent")
+    kernel = Kernel.objects.create(
+        problem=problem, search=search, parent=parent, round=round_number, name=(name or "").strip()[:200],
+        source=source, origin=Kernel.Origin.USER, author=user,
+    )
+    purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
+    options = {"allow_library": search.allow_library} if search is not None else {}
+    queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=1)
+    if search is not None:
+        events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+    return kernel
+
+
+def _verdict_status(result: dict) -> tuple[str, str]:
+    status = result.get("status")
+    if status in Verdict.values and status not in (Verdict.PENDING, Verdict.EVALUATING, Verdict.NO_CODE,
+                                                    Verdict.FAILED):
+        return status, result.get("reason") or ""
+    return Verdict.CRASHED, f"the runner answered with an unknown verdict {status!r}"
+
+
+@transaction.atomic
+def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -> BenchmarkRun:
+    """Store one runner verdict (the evaluation worker calls this). A second report for the same
+    job returns the first run and changes nothing."""
+    job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
+    existing = BenchmarkRun.objects.filter(job=job).first()
+    if existing is not None:
+        return existing
+    kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
+    status, reason = _verdict_status(result)
+    environment = result.get("environment") or {}
+    timing = result.get("timing") or {}
+    compile_info = result.get("compile") or {}
+    run = BenchmarkRun.objects.create(
+        kernel=kernel, job=job, purpose=job.purpose, status=status, reason=reason,
+        quarantined=bool(result.get("quarantined")), quarantine_reason=result.get("quarantine_reason") or "",
+        seed=result.get("seed"), precision=result.get("precision") or "",
+        compile_seconds=compile_info.get("seconds"), compile_log=compile_info.get("log") or "",
+        correctness=result.get("correctness"), timing=result.get("timing"), baseline=result.get("baseline"),
+        environment=environment, median_ms=timing.get("median_ms") if status == Verdict.CORRECT else None,
+        speedup_vs_eager=result.get("speedup_vs_eager"), speedup_vs_compile=result.get("speedup_vs_compile"),
+        device_name=environment.get("device_name") or "", worker=job.lease_owner, result=result,
+    )
+    job.status = EvaluationJob.Status.DONE
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "finished_at"])
+    if job.purpose == EvaluationJob.Purpose.RERUN:
+        kernel.verified = _kernel_reproduced(kernel, run)
+        kernel.save(update_fields=["verified"])
+    else:
+        kernel.status, kernel.reason = status, reason
+        kernel.quarantined = run.quarantined
+        kernel.median_ms = run.median_ms
+        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
+        kernel.precision, kernel.device_name = run.precision, run.device_name
+        kernel.evaluated_at = timezone.now()
+        kernel.save(update_fields=["status", "reason", "quarantined", "median_ms", "speedup_vs_eager",
+                                   "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
+    if kernel.search_id:
+        if job.purpose == EvaluationJob.Purpose.SEARCH:
+            Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
+        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        if job.purpose == EvaluationJob.Purpose.SEARCH:
+            events.publish_search_progress(kernel.search_id)
+            kick(kernel.search_id)
+    return run
+
+
+def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
+    """A rerun reproduces the kernel when, with a different seed on the same GPU model, it is
+    correct again and its median is within 10% of the recorded one."""
+    original = kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).exclude(pk=rerun.pk).order_by("-id").first()
+    if rerun.status != Verdict.CORRECT or kernel.status != Verdict.CORRECT or not kernel.median_ms:
+        return False
+    if not rerun.median_ms or (original is not None and original.seed == rerun.seed):
+        return False
+    if kernel.device_name and rerun.device_name != kernel.device_name:
+        return False
+    return abs(rerun.median_ms - kernel.median_ms) <= RERUN_TOLERANCE * kernel.median_ms
+
+
+@transaction.atomic
+def kernel_request_rerun(*, kernel: Kernel, user) -> EvaluationJob:
+    """Evaluate a correct kernel again with a fresh seed; its verdict sets `verified`."""
+    kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
+    if kernel.status != Verdict.CORRECT:
+        raise ValidationError("Only a correct kernel can be rerun for verification.", code="status")
+    waiting = kernel.jobs.filter(purpose=EvaluationJob.Purpose.RERUN,
+                                 status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
+    if waiting is not None:
+        return waiting
+    used = set(kernel.runs.values_list("seed", flat=True))
+    seed = random.SystemRandom().randrange(1, 2**62)
+    while seed in used:
+        seed = random.SystemRandom().randrange(1, 2**62)
+    options = {"allow_library": kernel.search.allow_library} if kernel.search_id else {}
+    return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=2, options=options)
+
+
+def kernel_job_failed(*, job: EvaluationJob, reason: str) -> None:
+    """A kernel's job failed for good (it kept killing its worker, or the search was cancelled)."""
+    if job.purpose == EvaluationJob.Purpose.RERUN or job.kernel_id is None:
+        return
+    kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
+    if BenchmarkRun.objects.filter(job=job).exists():
+        return
+    kernel.status, kernel.reason = Verdict.FAILED, reason
+    kernel.save(update_fields=["status", "reason"])
+    if kernel.search_id:
+        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        kick(kernel.search_id)
+
+
+def kernel_approve(*, kernel: Kernel, user) -> Kernel:
+    """Admit a quarantined (implausibly fast) kernel to the ranking, once a verified rerun in a
+    fresh process reproduced it."""
+    with transaction.atomic():
+        kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
+        if not kernel.quarantined:
+            raise ValidationError("This kernel is not quarantined: it is ranked already when correct.")
+        if kernel.status != "correct":
+            raise ValidationError("Only a correct kernel can be approved.")
+        if not kernel.verified:
+            raise ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
+                                   "a rerun with a new seed in a fresh process reproduced its time within 10%.")
+        if not may_approve(kernel, user):
+            raise PermissionDenied("A second person approves a quarantined kernel: ask a teammate or an administrator "
+                                   "(you started its search or wrote it).")
+        if kernel.approved_by_id is None:
+            kernel.approved_by = user
+            kernel.approved_at = timezone.now()
+            kernel.save(update_fields=["approved_by", "approved_at"])
+            if kernel.search_id:
+                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+    return kernel
+
+
+def kernel_mark_evaluating(*, job: EvaluationJob) -> None:
+    """A worker started the kernel's job: the tree shows it as evaluating."""
+    if not job.kernel_id or job.purpose == EvaluationJob.Purpose.RERUN:
+        return
+    with transaction.atomic():
+        kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
+        if kernel.status == Verdict.PENDING:
+            kernel.status = Verdict.EVALUATING
+            kernel.save(update_fields=["status"])
+            if kernel.search_id:
+                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))

@@ -1,0 +1,260 @@
+"""Writes on searches: start, pause, resume, cancel, fork, and the ideas people add."""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from live import events
+from searches.engine.kick import kick
+from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from searches.selectors.searches import search_proposer_unavailable
+
+from .jobs import job_fail
+from .permissions import require_steer
+
+
+# Search knobs and the limits the form and the command enforce: (smallest, largest).
+SEARCH_KNOB_LIMITS = {
+    "rounds": (1, 50),
+    "parents_per_round": (1, 20),
+    "ideas_per_parent": (1, 20),
+    "kernels_per_idea": (1, 20),
+    "bank_size": (0, 50),
+    "repair_attempts": (0, 3),
+}
+
+
+SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
+    "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
+}
+
+
+SEARCH_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the Messages API's output_config.effort
+
+
+def _search_check_knobs(knobs: dict) -> None:
+    for key, (low, high) in SEARCH_KNOB_LIMITS.items():
+        value = knobs.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number from {low} to {high} (got {value!r}).",
+                                  code=key)
+    for key in ("max_candidates", "max_tokens"):
+        value = knobs.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number of at least 1, or empty for no limit.",
+                                  code=key)
+    cost = knobs.get("max_cost_usd")
+    if cost is not None and not (isinstance(cost, (int, float)) and 0 < cost < float("inf")):
+        raise ValidationError("max cost (USD) must be a positive amount, or empty for no limit.", code="max_cost_usd")
+    if knobs.get("device") not in Device.values:
+        raise ValidationError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(Device.values)}.",
+                           code="device")
+    if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
+        raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
+                           "it empty for the model's default.", code="effort")
+
+
+def _search_check_startable(*, problem: Problem, proposer: str, device: str) -> None:
+    if problem.validation_status != Problem.Validation.OK:
+        if problem.validation_status in (Problem.Validation.PENDING, Problem.Validation.RUNNING):
+            raise ValidationError(
+                f"Problem “{problem.name}” is still being validated; start the search once validation is done "
+                "(is `python manage.py evaluator` running?).", code="problem")
+        raise ValidationError(
+            f"Problem “{problem.name}” did not pass validation ({problem.validation_reason or problem.validation_status}); "
+            "fix the problem first.", code="problem")
+    reason = search_proposer_unavailable(problem=problem, proposer=proposer, device=device)
+    if reason:
+        raise ValidationError(reason, code="proposer")
+
+
+@transaction.atomic
+def search_start(*, problem: Problem, user, proposer: str, model: str = "", device: str, rounds: int,
+                 parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
+                 allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
+                 max_cost_usd: float | None = None, name: str = "", effort: str = "",
+                 repair_attempts: int = 1) -> Search:
+    """Create a search and queue its first step. Refuses, with the reason, a problem that is not
+    validated or a proposer that cannot serve it."""
+    knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
+                 kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
+                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device)
+    _search_check_knobs({**knobs, "effort": effort})
+    _search_check_startable(problem=problem, proposer=proposer, device=device)
+    search = Search.objects.create(
+        problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
+        model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
+        effort=effort or "", allow_library=bool(allow_library), **knobs,
+    )
+    events.publish_search_status(search)
+    kick(search.id)
+    return search
+
+
+def _search_locked(search: Search) -> Search:
+    return Search.objects.select_for_update().get(pk=search.pk)
+
+
+@transaction.atomic
+def search_pause(*, search: Search, user) -> Search:
+    """Stop proposing new work; candidates already queued are still evaluated."""
+    require_steer(search, user, "pause it")
+    search = _search_locked(search)
+    if search.status not in Search.ACTIVE:
+        raise ValidationError(f"Only a queued or running search can be paused; this one is {search.status}.",
+                              code="status")
+    search.status = Search.Status.PAUSED
+    search.stop_reason = f"paused by {_user_label(user)}"
+    search.save(update_fields=["status", "stop_reason"])
+    events.publish_search_status(search)
+    return search
+
+
+@transaction.atomic
+def search_resume(*, search: Search, user) -> Search:
+    require_steer(search, user, "resume it")
+    search = _search_locked(search)
+    if search.status != Search.Status.PAUSED:
+        raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
+    _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
+    search.status = Search.Status.RUNNING
+    search.stop_reason = ""
+    search.save(update_fields=["status", "stop_reason"])
+    events.publish_search_status(search)
+    kick(search.id)
+    return search
+
+
+@transaction.atomic
+def search_cancel(*, search: Search, user) -> Search:
+    """End the search for good. Queued candidates are dropped (marked failed, with the reason);
+    one already running still reports its verdict."""
+    require_steer(search, user, "cancel it")
+    search = _search_locked(search)
+    if search.status in Search.FINISHED:
+        raise ValidationError(f"This search has already ended ({search.status}).", code="status")
+    search.status = Search.Status.CANCELLED
+    search.stop_reason = f"cancelled by {_user_label(user)}"
+    search.finished_at = timezone.now()
+    search.save(update_fields=["status", "stop_reason", "finished_at"])
+    for job in EvaluationJob.objects.select_for_update().filter(
+        kernel__search=search, status=EvaluationJob.Status.QUEUED
+    ):
+        job_fail(job=job, reason="not evaluated: the search was cancelled")
+    events.publish_search_status(search)
+    return search
+
+
+@transaction.atomic
+def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from_idea: Idea | None = None,
+                **overrides) -> Search:
+    """A new search that continues from one kernel (or idea) of another, with the same knobs
+    unless overridden. History travels as copies: the kernel's ancestor path (kernels and the
+    ideas between them) is copied into the new search as FORK kernels carrying their verdicts
+    (their benchmark runs stay with the originals), so the new search's tree and prompts show
+    where it came from. Round 1 builds on the copied kernel; a forked idea is implemented
+    again in round 1 next to the proposer's new ideas."""
+    unknown = set(overrides) - SEARCH_FORK_OVERRIDES
+    if unknown:
+        raise ValidationError(f"Cannot override {', '.join(sorted(unknown))} when forking.", code="overrides")
+    if from_kernel is not None and from_idea is not None:
+        raise ValidationError("Fork from a kernel or from an idea, not both.", code="fork")
+    if from_idea is not None:
+        if from_idea.search_id != search.pk or from_idea.parent_kernel_id is None:
+            raise ValidationError("That idea does not belong to this search (or has no parent kernel).", code="fork")
+        start = from_idea.parent_kernel
+    elif from_kernel is not None:
+        if from_kernel.search_id != search.pk:
+            raise ValidationError("That kernel does not belong to this search.", code="fork")
+        start = from_kernel
+    else:
+        start = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
+                                              median_ms__isnull=False).order_by("median_ms").first())
+        if start is None:
+            raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
+                                  code="fork")
+    if not start.source.strip():
+        raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
+    knobs = {key: getattr(search, key) for key in SEARCH_FORK_OVERRIDES}
+    knobs.update(overrides)
+    _search_check_knobs(knobs)
+    _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
+    fork = Search.objects.create(
+        problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=start,
+        **{**knobs, "name": (knobs.get("name") or f"Fork of {search}")[:200]},
+    )
+    start_copy = _search_copy_path(fork, start)
+    plan = {"1": {"parents": [start_copy.id], "asked": []}}
+    fork.current_round = 1
+    fork.round_parents = plan
+    fork.save(update_fields=["current_round", "round_parents"])
+    if from_idea is not None:
+        idea = Idea.objects.create(search=fork, parent_kernel=start_copy, round=1, title=from_idea.title,
+                                    description=from_idea.description, origin=from_idea.origin, author=from_idea.author)
+        events.publish(fork.id, "idea.created", events.idea_payload(idea))
+    events.publish_search_status(fork)
+    kick(fork.id)
+    return fork
+
+
+def _search_copy_path(fork: Search, kernel: Kernel) -> Kernel:
+    """Copy `kernel` and its ancestors (root first) into `fork`; return the copy of `kernel`."""
+    path = []
+    current = kernel
+    while current is not None and len(path) < 100:
+        path.append(current)
+        current = current.parent
+    parent_copy = None
+    for original in reversed(path):
+        idea_copy = None
+        if original.idea_id:
+            idea = original.idea
+            idea_copy = Idea.objects.create(
+                search=fork, parent_kernel=parent_copy, round=0, title=idea.title, description=idea.description,
+                origin=idea.origin, author=idea.author,
+            )
+            events.publish(fork.id, "idea.created", events.idea_payload(idea_copy))
+        parent_copy = Kernel.objects.create(
+            problem_id=original.problem_id, search=fork, idea=idea_copy, parent=parent_copy, round=0,
+            name=f"{original.name or 'kernel'} (#{original.id} of search {original.search_id})"[:200],
+            source=original.source, origin=Kernel.Origin.FORK, author=original.author,
+            status=original.status, reason=original.reason, quarantined=original.quarantined,
+            median_ms=original.median_ms, speedup_vs_eager=original.speedup_vs_eager,
+            speedup_vs_compile=original.speedup_vs_compile, precision=original.precision,
+            device_name=original.device_name, verified=original.verified, evaluated_at=original.evaluated_at,
+        )
+        events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))
+    return parent_copy
+
+
+@transaction.atomic
+def idea_add(*, search: Search, user, parent_kernel: Kernel, title: str, description: str) -> Idea:
+    """A person's idea for a parent kernel, implemented K times by the proposer like its own."""
+    require_steer(search, user, "add ideas to it")
+    search = _search_locked(search)
+    if search.status in Search.FINISHED:
+        raise ValidationError(f"This search has ended ({search.status}); fork it to try a new idea.", code="status")
+    if search.proposer == Search.Proposer.PLAYBOOK:
+        raise ValidationError(
+            "This search uses the built-in playbook, which only implements its own ideas: a new idea needs an LLM "
+            "to write it. Fork the search with the Anthropic proposer, or submit a hand-written kernel.",
+            code="proposer")
+    if parent_kernel.search_id != search.pk:
+        raise ValidationError("The parent kernel must belong to this search.", code="parent_kernel")
+    if not parent_kernel.source.strip():
+        raise ValidationError("That kernel has no source to build on; pick another parent.", code="parent_kernel")
+    title = (title or "").strip()
+    if not title:
+        raise ValidationError("Give the idea a title.", code="title")
+    if len(title) > 300:
+        raise ValidationError("Keep the title under 300 characters; put the details in the description.", code="title")
+    idea = Idea.objects.create(search=search, parent_kernel=parent_kernel, round=search.current_round, title=title,
+                                description=(description or "").strip(), origin=Idea.Origin.USER, author=user)
+    events.publish(search.id, "idea.created", events.idea_payload(idea))
+    kick(search.id)
+    return idea
+
+
+def _user_label(user) -> str:
+    return getattr(user, "get_username", lambda: "")() or "a user"

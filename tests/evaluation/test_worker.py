@@ -1,0 +1,81 @@
+"""The evaluation worker as a real process: SIGTERM hands a running job back untouched, and a
+job that kills its worker (kill -9 while it runs) three times is failed for good."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+import playbook as book
+from searches import catalog
+from tests.searches.engine_env import PROBLEM_KEY, ROOT, env_for, kill_hard, manage, query, script, start, stop, validated_db, wait_for
+
+ENTRY = "void softmax(const float* x, float* y, i64 rows, i64 cols) {"
+
+
+def test_the_evaluator_process_never_loads_torch_or_cupy(tmp_path):
+    code = ("import sys, django; django.setup()\n"
+            "import runner, evaluation.worker, evaluation.management.commands.evaluator\n"
+            "assert not {'torch', 'cupy'} & set(sys.modules), sorted(m for m in sys.modules if 'torch' in m)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for(tmp_path / "unused.sqlite3"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+
+def never_ending_kernel() -> str:
+    """A correct-looking kernel whose C code spins forever: it keeps its worker busy until killed."""
+    entry = catalog.get(PROBLEM_KEY)
+    source = book.render(entry.source, entry.family, entry.device, book.recipes(entry.family, entry.device)[0], 0)
+    assert ENTRY in source
+    return source.replace(ENTRY, ENTRY + "\n    volatile int spin = 1; while (spin) {}")
+
+
+def job_state(db, job_id):
+    return query(db, "select status, attempts, lease_owner, last_error from searches_evaluationjob where id=?",
+                 (job_id,))[0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_sigterm_hands_back_and_a_job_that_kills_its_worker_three_times_fails_for_good(tmp_path):
+    db, problem_id = validated_db(tmp_path)
+    ids = script(db, (
+        f"p = Problem.objects.get(pk={problem_id})\n"
+        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
+        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
+        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
+        "print(json.dumps([s.id, k.id, k.jobs.get().id]))\n"))
+    search_id, kernel_id, job_id = ids
+    env = env_for(db, RUNNER_TIMEOUT="300")
+    log = tmp_path / "evaluator.log"
+
+    def running(attempt):
+        status, attempts, owner, _ = job_state(db, job_id)
+        return status == "leased" and attempts == attempt and owner == "poison-host"
+
+    # SIGTERM while the job runs: a clean exit, the job queued again, no attempt used up.
+    evaluator = start(db, "evaluator", "--name", "poison-host", "--rekick-seconds", "0", env=env, log_to=log)
+    wait_for(lambda: running(1), timeout=120, what="the job to start")
+    time.sleep(1.0)
+    assert stop(evaluator) == 0, log.read_text()[-3000:]
+    assert job_state(db, job_id)[:3] == ("queued", 0, "")
+
+    # kill -9 while it runs, three times: every restart under the same name takes it again.
+    for attempt in (1, 2, 3):
+        evaluator = start(db, "evaluator", "--name", "poison-host", "--rekick-seconds", "0", env=env, log_to=log)
+        wait_for(lambda: running(attempt), timeout=120, what=f"claim {attempt}")
+        time.sleep(1.0)
+        kill_hard(evaluator)
+
+    manage(db, "evaluator", "--once", "--name", "poison-host", env=env, timeout=120)
+    status, attempts, _, error = job_state(db, job_id)
+    assert (status, attempts) == ("failed", 3)
+    assert "gave up after 3 attempts" in error
+    [(kernel_status, reason)] = query(db, "select status, reason from searches_kernel where id=?", (kernel_id,))
+    assert kernel_status == "failed" and "gave up after 3 attempts" in reason
+    assert query(db, "select count(*) from searches_benchmarkrun")[0][0] == 0
+    [(last_kind, payload)] = query(db, "select kind, payload from searches_searchevent where search_id=? "
+                                       "order by seq desc limit 1", (search_id,))
+    assert last_kind == "kernel.updated" and '"failed"' in payload

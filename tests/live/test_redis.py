@@ -1,0 +1,68 @@
+"""Redis mode: the writer's after-commit broadcast goes through channels_redis to the
+consumer (no poller), within a second, and nothing is sent for a rolled-back write."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.db import connection, transaction
+
+from live import events, fanout
+from live.routing import websocket_urlpatterns
+from tests.searches import dashboard_data as d
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
+
+
+@pytest.fixture
+def redis_mode(require_redis, settings):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": ["redis://127.0.0.1:6379/3"],
+                                                      "prefix": f"kl-test-{time.time_ns()}"}}}
+    settings.LIVE_UPDATES = "redis"
+
+
+def rows():
+    return d.user(), d.search(problem=d.problem())
+
+
+def writer(search_id, committed, count=10):
+    try:
+        for _ in range(count):
+            time.sleep(0.1)
+            with transaction.atomic():
+                event = events.publish(search_id, "round.started", {"round": 1})
+                committed[event.seq] = time.monotonic()  # just before commit: latencies are upper bounds
+        try:
+            with transaction.atomic():
+                events.publish(search_id, "round.started", {"round": 99})
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+    finally:
+        connection.close()
+
+
+async def test_redis_fan_out_within_a_second(redis_mode):
+    user, search = await sync_to_async(rows)()
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/searches/{search.code}/?after=0")
+    comm.scope["user"] = user
+    assert (await comm.connect())[0]
+    assert not fanout.poller.watched  # Redis mode has no poller
+    committed, received = {}, {}
+    thread = threading.Thread(target=writer, args=(search.id, committed))
+    thread.start()
+    try:
+        while len(received) < 10:
+            message = await comm.receive_json_from(timeout=3)
+            received[message["seq"]] = time.monotonic()
+            assert message["payload"]["round"] == 1
+    finally:
+        await asyncio.to_thread(thread.join)
+    assert await comm.receive_nothing(timeout=0.5)  # the rolled-back event never left
+    assert max(received[s] - committed[s] for s in committed) < 1.0
+    await comm.disconnect()
