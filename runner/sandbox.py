@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import isolation, limits, schema
+from . import gpumem, isolation, limits, schema
 from .errors import RunnerError
 
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -115,6 +115,8 @@ class Sandbox:
         self._streams = {"stdout": _Tail(), "stderr": _Tail()}
         self.slot = isolation.Slot() if self.isolation == "bwrap" else None
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
+        self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
+        self.gpu_exceeded_mb: int | None = None
         try:
             self._start()
         except BaseException:
@@ -233,7 +235,7 @@ class Sandbox:
         does not count), and always end the process."""
         nonce = secrets.token_hex(16)
         asked = time.monotonic()
-        lock = None
+        lock = watch = None
         try:
             ready = self.wait_ready()
             began = time.monotonic()
@@ -241,6 +243,8 @@ class Sandbox:
             if ready is None:
                 return self._no_verdict(began, timed_out=False, warm_up=True)
             deadline = began + timeout
+            if self.gpu_cap_mb:
+                watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
             self._send({**job, "nonce": nonce})
             while True:
                 try:
@@ -265,10 +269,16 @@ class Sandbox:
                     return SandboxOutcome(result=result if isinstance(result, dict) else {}, stdout=self.stdout,
                                           stderr=self.stderr, seconds=time.monotonic() - began)
         finally:
+            if watch is not None:
+                watch.stop()
             self.kill()
             if lock is not None:
                 lock.release()
             self.cleanup()
+
+    def _gpu_exceeded(self, used_mb: int) -> None:
+        self.gpu_exceeded_mb = used_mb
+        self.kill()
 
     def _send(self, message: dict) -> None:
         try:
@@ -288,7 +298,10 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             code = None
         seconds = time.monotonic() - began
-        if timed_out:
+        if self.gpu_exceeded_mb is not None:
+            status, reason = "oom", (f"the sandbox went past its GPU memory limit of {self.gpu_cap_mb} MB "
+                                     f"(NVML saw {self.gpu_exceeded_mb} MB) and was killed")
+        elif timed_out:
             status, reason = "timeout", f"no verdict within the {seconds:.0f} s limit; the run was killed"
         elif self.output_exceeded:
             status, reason = "runtime_error", (f"the kernel printed more than {OUTPUT_LIMIT // (1024 * 1024)} MB "
@@ -298,7 +311,7 @@ class Sandbox:
         else:
             status, reason = classify_exit(code, self.stderr)
         limited = self.limit_hit(status, reason, code)
-        if limited and not timed_out:
+        if limited and not timed_out and self.gpu_exceeded_mb is None:
             status, reason = limited
         return SandboxOutcome(status=status, reason=reason, stdout=self.stdout, stderr=self.stderr,
                               seconds=seconds)
@@ -312,7 +325,12 @@ class Sandbox:
         return limits.explain(status, reason, code, self.limits, self.cgroups, log or self.stderr[-4000:])
 
     def describe_limits(self) -> dict | None:
-        return limits.describe(self.limits, self.cgroups, self.device) if self.cgroups else None
+        if not self.cgroups:
+            return None
+        described = limits.describe(self.limits, self.cgroups, self.device)
+        if self.device == "cuda":
+            described.update(gpu_memory_mb=self.gpu_cap_mb, gpu_memory_by="NVML" if self.gpu_cap_mb else "none")
+        return described
 
     @property
     def stdout(self) -> str:
