@@ -111,7 +111,6 @@ class Sandbox:
         self.environment: dict | None = None
         self.output_exceeded = False
         self.warm_wait = 0.0
-        self.exit_code: int | None = None
         self._streams = {"stdout": _Tail(), "stderr": _Tail()}
         self.slot = isolation.Slot() if self.isolation == "bwrap" else None
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
@@ -151,9 +150,10 @@ class Sandbox:
         self._verdict_read, verdict_write = os.pipe()
         env = self._env()
         command = [sys.executable, "-s", "-m", "runner.child", str(control_read), str(verdict_write), self.device]
-        cwd = self._workdir()
         pass_fds = [control_read, verdict_write]
-        if self.isolation == "bwrap":
+        if self.isolation == "process":
+            cwd = self._workdir()
+        else:
             bwrap = isolation.Command(uid=self.slot.uid, device=self.device, disk_mb=self.limits.disk_mb,
                                       host_root=self.root, hidden=hidden_paths(),
                                       extra_paths=compiling.toolchain_homes(self.device))
