@@ -3,7 +3,7 @@ so it is safe where a preexec hook in the threaded parent is not): join the sand
 cgroups and set its rlimits (RLIMIT_NPROC counts the slot uid's processes once setpriv
 has dropped to it), then exec bubblewrap.
 
-    python -I -S launch.py '{"cgroups": [...], "rlimits": [[res, value], ...]}' BWRAP ARGS...
+    python -I -S launch.py '{"cgroups": [...], "rlimits": [[res, soft, hard], ...]}' BWRAP ARGS...
 """
 
 import json
@@ -18,8 +18,8 @@ def main() -> None:
     for folder in plan["cgroups"]:
         with open(os.path.join(folder, "cgroup.procs"), "w") as out:
             out.write(str(os.getpid()))
-    for which, value in plan["rlimits"]:
-        resource.setrlimit(which, (value, value))
+    for which, soft, hard in plan["rlimits"]:
+        resource.setrlimit(which, (soft, hard))
     os.execv(command[0], command)
 
 

@@ -163,14 +163,17 @@ class Cgroups:
             _rmdir(folder)
 
 
-def rlimits(limits: Limits, device: str, cgroups: Cgroups) -> list[tuple[int, int]]:
-    """The rlimits the forked child sets before exec (inherited by all it starts)."""
-    chosen = [(resource.RLIMIT_FSIZE, limits.disk_mb * MB), (resource.RLIMIT_CPU, limits.cpu_s),
-              (resource.RLIMIT_CORE, 0)]
+CPU_GRACE_S = 5  # SIGXCPU at the limit, SIGKILL this much later (equal limits would skip SIGXCPU)
+
+
+def rlimits(limits: Limits, device: str, cgroups: Cgroups) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) set by launch.py before exec, inherited by all it starts."""
+    chosen = [(resource.RLIMIT_FSIZE, limits.disk_mb * MB, limits.disk_mb * MB),
+              (resource.RLIMIT_CPU, limits.cpu_s, limits.cpu_s + CPU_GRACE_S), (resource.RLIMIT_CORE, 0, 0)]
     if cgroups.memory is None and device == "cpu":
-        chosen.append((resource.RLIMIT_AS, limits.memory_mb * MB))
+        chosen.append((resource.RLIMIT_AS, limits.memory_mb * MB, limits.memory_mb * MB))
     if cgroups.pids is None:
-        chosen.append((resource.RLIMIT_NPROC, limits.processes))
+        chosen.append((resource.RLIMIT_NPROC, limits.processes, limits.processes))
     return chosen
 
 
@@ -194,6 +197,10 @@ def explain(status: str, reason: str, code: int | None, limits: Limits, cgroups:
     signal_number = -code if code is not None and code < 0 else (code - 128 if code and code > 128 else None)
     if signal_number == signal.SIGXCPU:
         return "runtime_error", f"the sandbox used up its CPU time limit ({limits.cpu_s} s) and was stopped"
+    if signal_number == signal.SIGKILL and cgroups.memory is not None:
+        return "runtime_error", ("the sandbox was killed (SIGKILL) without a verdict, not by its memory limit (its "
+                                 f"cgroup saw no OOM): the hard stop of its CPU time limit ({limits.cpu_s} s + "
+                                 f"{CPU_GRACE_S} s) if it ignored SIGXCPU, or its own doing")
     if signal_number == signal.SIGXFSZ:
         return "runtime_error", f"a file went past the sandbox's file size limit ({limits.disk_mb} MB)"
     text = f"{reason}\n{log}"

@@ -311,17 +311,17 @@ class Sandbox:
         else:
             status, reason = classify_exit(code, self.stderr)
         limited = self.limit_hit(status, reason, code)
-        if limited and not timed_out and self.gpu_exceeded_mb is None:
+        if limited and not timed_out and self.gpu_exceeded_mb is None and not self.output_exceeded:
             status, reason = limited
         return SandboxOutcome(status=status, reason=reason, stdout=self.stdout, stderr=self.stderr,
                               seconds=seconds)
 
-    def limit_hit(self, status: str, reason: str, code: int | None = None, log: str = ""):
-        """(status, reason) naming the limit that ended or failed this run, else None."""
+    def limit_hit(self, status: str, reason: str, code: int | None = 0, log: str = ""):
+        """(status, reason) naming the limit that ended or failed this run, else None. `code`
+        is the exit status of a run that ended without a verdict; 0 where a verdict came (the
+        parent killed the process afterwards, so its exit status says nothing)."""
         if self.cgroups is None:
             return None
-        if code is None:
-            code = self.process.poll()
         return limits.explain(status, reason, code, self.limits, self.cgroups, log or self.stderr[-4000:])
 
     def describe_limits(self) -> dict | None:

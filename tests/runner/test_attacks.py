@@ -211,3 +211,12 @@ def test_a_malformed_forged_verdict_is_rejected_not_raised(pool):
 def test_a_plausible_forged_verdict_is_not_believed(pool):
     result = pool.evaluate(forging_problem(PLAUSIBLE), sources.SILU_KERNEL, seed=4)
     assert result["status"] != "correct"
+
+
+@pytest.mark.slow
+def test_cpu_time_past_the_limit_is_named(host, monkeypatch):
+    monkeypatch.setenv("KERNELLAB_SANDBOX_CPU_S", "20")  # warm-up takes a few CPU seconds of it
+    with runner.Pool(device="cpu", size=0) as own:
+        result = own.validate(attack_source("cpu_time", host), seed=0)
+    assert result["status"] == "invalid"
+    assert "CPU time limit (20 s)" in result["reason"], result["reason"]
