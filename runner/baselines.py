@@ -1,6 +1,9 @@
-"""Eager and torch.compile baselines cached on disk, per problem and environment.
+"""Eager and torch.compile baselines cached on disk, per problem, environment and runner
+version, in the project's data folder.
 
-Written only by the parent process (never by a sandbox), so a candidate cannot poison it.
+Written only by the parent process: the data folder is never mounted in a sandbox, so a
+candidate can neither read nor poison it. Each entry repeats its own key and is checked
+against the validation schema on read; anything else is ignored (and re-measured).
 """
 
 from __future__ import annotations
@@ -11,15 +14,21 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import schema
 from .version import RUNNER_VERSION
 
 ENV_KEYS = ("device_name", "torch", "cuda", "driver", "python", "threads")
 
 
 def cache_dir() -> Path:
+    """KERNELLAB_CACHE_DIR if set, else baselines/ in the data folder (KERNELLAB_DATA_DIR,
+    default var/ beside the runner, as the app's)."""
     configured = os.environ.get("KERNELLAB_CACHE_DIR")
-    base = Path(configured) if configured else Path.home() / ".cache" / "kernellab"
-    return base / "baselines"
+    if configured:
+        return Path(configured) / "baselines"
+    from .sandbox import data_dir
+
+    return Path(data_dir()) / "baselines"
 
 
 def key(problem_source: str, device: str, environment: dict, compile_baseline: bool) -> str:
@@ -31,15 +40,22 @@ def key(problem_source: str, device: str, environment: dict, compile_baseline: b
 def load(cache_key: str) -> dict | None:
     path = cache_dir() / f"{cache_key}.json"
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        entry = json.loads(path.read_text())
+        if entry.get("key") != cache_key or entry.get("runner_version") != RUNNER_VERSION:
+            return None
+        validation = entry["validation"]
+        checked = schema.validation({k: v for k, v in validation.items() if k not in ("environment", "schema")})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, schema.Malformed):
         return None
+    if checked["status"] != "ok":
+        return None
+    return {**validation, **checked}
 
 
 def store(cache_key: str, validation: dict) -> None:
     folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     with os.fdopen(handle, "w") as out:
-        json.dump(validation, out)
+        json.dump({"key": cache_key, "runner_version": RUNNER_VERSION, "validation": validation}, out)
     os.replace(temp, folder / f"{cache_key}.json")

@@ -192,7 +192,7 @@ def run(device: str = "cpu", pool_size: int | None = None, candidates: int | Non
             sandbox = pool.take()
             outcome = sandbox.run({"job": "do_bench", "device": device, "seed": 0, "problem_source": problem,
                                    "kernel_source": kernel}, 300)
-            agreement = outcome.result or {"error": outcome.reason}
+            agreement = outcome.result or {"error": outcome.reason, "stderr": outcome.stderr[-1500:]}
             report["do_bench"] = agreement
             if outcome.result and outcome.result.get("do_bench_ms"):
                 report["do_bench_diff"] = (report["kernel_median_ms"] - agreement["do_bench_ms"]) / agreement["do_bench_ms"]

@@ -78,6 +78,9 @@ INTROSPECTION_MODULES = {
     "signal": "can interrupt the runner's timing",
     "unittest": "patches objects it does not own",
     "_ctypes": "turns addresses into Python objects",
+    "builtins": "reaches exec, eval and __import__ under other names",
+    "operator": "calls functions and methods by computed names (methodcaller, attrgetter)",
+    "functools": None,  # only its caching decorators are refused, below
     "torch.overrides": "intercepts torch functions",
     "torch.utils._python_dispatch": "intercepts torch operators",
 }
@@ -442,7 +445,7 @@ class Checker:
                 return (f"imports {module}, which runs work on {why} that the timer can miss; "
                         "do all work inside forward (OpenMP inside a C kernel is fine)")
         for bad, why in INTROSPECTION_MODULES.items():
-            if under(module, bad):
+            if why and under(module, bad):
                 return f"imports {module}, which {why}; remove it"
         return None
 
@@ -870,6 +873,68 @@ def check_source(source: str, *, reference_source: str = "", allow_library: bool
             reference = ast.parse(reference_source)
         except SyntaxError:
             reference = None
+    tree = ast.fix_missing_locations(_Plain().visit(tree))
     checker = Checker(tree, collect_imports(tree), reference=reference, allow_library=allow_library,
                       device=device)
-    return checker.run()
+    reasons = checker.run()
+    if not allow_library:
+        reasons += [r for r in torch_functions_held(tree, checker.imports) if r not in reasons]
+    return reasons
+
+
+class _Plain(ast.NodeTransformer):
+    """Spell indirect lookups with a literal name the way they act, so every later check
+    sees them: getattr(torch, "softmax") is torch.softmax, np.__dict__["exp"] is np.exp."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) == 2 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                and node.args[1].value.isidentifier():
+            return ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()),
+                                     node)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__" \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) \
+                and node.slice.value.isidentifier() and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Attribute(value=node.value.value, attr=node.slice.value, ctx=ast.Load()),
+                                     node)
+        return node
+
+
+# Names under torch that are values, not computations.
+TORCH_VALUES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8", "int16",
+                "int32", "int64", "long", "int", "bool", "complex64", "complex128", "float8_e4m3fn",
+                "float8_e5m2", "dtype", "device", "Size", "Tensor", "nn", "cuda", "utils", "backends", "version",
+                "Generator", "strided", "channels_last", "contiguous_format", "preserve_format", "no_grad",
+                "inference_mode", "finfo", "iinfo"}
+TORCH_COMPUTE_NAMESPACES = ("torch.nn.functional", "torch.special", "torch.linalg", "torch.fft", "torch.ops",
+                            "torch.Tensor", "torch.sparse", "torch.nested")
+
+
+def torch_functions_held(tree: ast.Module, imports: Imports) -> list[str]:
+    """A PyTorch function taken as a value (kept in a dict, a list, a default argument, an
+    attribute) is called later where the checks cannot follow it: a fallback hidden in a
+    helper. Also a module's namespace (module.__dict__) read as a dict."""
+    reasons = []
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    called |= {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # inner links of a.b.c
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__" and imports.is_imported_root(node.value):
+            reasons.append(f"line {node.lineno}: reads {imports.resolve(node.value)}.__dict__, which hides which "
+                           "function it calls; name the function directly")
+        if not isinstance(node, ast.Attribute) or id(node) in called or not isinstance(node.ctx, ast.Load):
+            continue
+        name = imports.resolve(node) or ""
+        if not under(name, "torch") or allowed_torch_call(name):
+            continue
+        parts = name.split(".")
+        computing = any(under(name, ns) and name != ns for ns in TORCH_COMPUTE_NAMESPACES) or (
+            len(parts) == 2 and parts[1] not in TORCH_VALUES and parts[1][:1].islower())
+        if computing:
+            reasons.append(f"line {node.lineno}: keeps {name} as a value to call later, where the checks cannot "
+                           "follow it (a PyTorch fallback); " + KERNEL_RULE + ", or allow library calls")
+    return reasons

@@ -43,6 +43,9 @@ class Channel:
 def main() -> None:
     control_fd, verdict_fd, device = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     channel = Channel(control_fd, verdict_fd)
+    from .compile import make_cache_dirs
+
+    make_cache_dirs()
     from . import judge  # imports torch (the warm-up)
 
     environment = judge.warm_up(device)

@@ -1,4 +1,4 @@
-"""`python -m runner validate|evaluate|bench`: a thin wrapper over the Python API.
+"""`python -m runner validate|evaluate|bench|probe`: a thin wrapper over the Python API.
 
 Exit status 0 whenever a verdict was produced (whatever it says); 2 for usage errors,
 an unreadable file, or an invalid problem given to evaluate."""
@@ -35,6 +35,10 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 8 on cuda, 1 on cpu)")
     bench.add_argument("--candidates", type=int, default=None, help="candidates for the throughput run")
     bench.add_argument("--json", action="store_true")
+
+    probe = commands.add_parser("probe", help="what works inside a sandbox here (uid, filter, CUDA, NVRTC, ...)")
+    probe.add_argument("--device", choices=api.DEVICES, default="cpu")
+    probe.add_argument("--load-inline", action="store_true", help="also build a load_inline extension (slow)")
     return top
 
 
@@ -53,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return bench.main(device=args.device, pool_size=args.pool, candidates=args.candidates,
                               as_json=args.json)
+        if args.command == "probe":
+            return _probe(args.device, args.load_inline)
         problem = _read(args.problem)
         if args.command == "validate":
             result = api.validate(problem, device=args.device, timeout=args.timeout, seed=args.seed)
@@ -65,6 +71,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(result, indent=2) if args.json else summary(result))
     return 0
+
+
+def _probe(device: str, load_inline: bool) -> int:
+    from .sandbox import Sandbox
+
+    sandbox = Sandbox(device)
+    environment = sandbox.wait_ready()
+    outcome = sandbox.run({"job": "probe", "device": device, "load_inline": load_inline}, 600.0)
+    print(json.dumps({"environment": environment, "limits": sandbox.describe_limits(),
+                      "probe": outcome.result, "status": outcome.status, "reason": outcome.reason,
+                      "stderr": outcome.stderr[-2000:] if outcome.result is None else ""}, indent=2))
+    return 0 if outcome.result is not None else 1
 
 
 def _read(path: Path) -> str:

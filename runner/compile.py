@@ -30,8 +30,27 @@ def cuda_home() -> str | None:
     return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
 
 
-def cache_env(root: str) -> dict:
-    """Per-sandbox compile caches, so no candidate sees another's build products."""
+CACHE_VARS = ("TMPDIR", "TORCH_EXTENSIONS_DIR", "CUPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
+              "XDG_CACHE_HOME", "HOME")
+
+
+def toolchain_homes(device: str) -> list[str]:
+    """Folders of the compilers a kernel may use (the C compiler named by CC/CXX or found on
+    PATH, nvcc's toolkit on CUDA hosts), for a sandbox that sees only what it is given; e.g.
+    CC=/opt/gcc/bin/gcc gives /opt/gcc. Triton and torch.compile need the C compiler too."""
+    homes = []
+    for tool in (os.environ.get("CC"), os.environ.get("CXX"), "cc", "c++", "gcc", "g++"):
+        found = shutil.which(tool) if tool else None
+        if found:
+            homes.append(os.path.dirname(os.path.dirname(os.path.realpath(found))))
+    if device == "cuda" and cuda_home():
+        homes.append(cuda_home())
+    return [h for h in dict.fromkeys(homes) if h not in ("/", "")]
+
+
+def cache_env(root: str, create: bool = True) -> dict:
+    """Per-sandbox compile caches, so no candidate sees another's build products. Inside
+    bubblewrap they lie in the sandbox's own /tmp, made by the child (make_cache_dirs)."""
     caches = os.path.join(root, "caches")  # not on sys.path: a folder named like a package would shadow it
     dirs = {
         "TMPDIR": os.path.join(root, "tmp"),
@@ -42,9 +61,16 @@ def cache_env(root: str) -> dict:
         "XDG_CACHE_HOME": os.path.join(caches, "xdg"),
         "HOME": os.path.join(root, "home"),
     }
-    for path in dirs.values():
-        os.makedirs(path, exist_ok=True)
+    if create:
+        for path in dirs.values():
+            os.makedirs(path, exist_ok=True)
     return dirs
+
+
+def make_cache_dirs() -> None:
+    for name in CACHE_VARS:
+        if os.environ.get(name):
+            os.makedirs(os.environ[name], exist_ok=True)
 
 
 def is_compile_error(exc: BaseException) -> bool:

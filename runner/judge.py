@@ -112,6 +112,10 @@ def run(job: dict, channel, env: dict) -> dict:
         return run_health(job["device"])
     if kind == "do_bench":
         return run_do_bench(job)
+    if kind == "probe":
+        from . import probe
+
+        return probe.run(job["device"], load_inline=bool(job.get("load_inline")))
     return {"status": "error", "reason": f"unknown job {kind!r}"}
 
 
@@ -313,31 +317,33 @@ def _build_candidate(job, module, init, seed, device, reference, result):
 
 
 def _call(new, given, state, counter, allow_library, sync):
+    """One untimed call of the candidate, its aten ops and own-kernel launches recorded.
+    Every untimed call is recorded (not only the first), so a kernel cannot compute with
+    PyTorch on the calls after the first one it expects to be watched."""
     try:
+        recorder = verify.OpRecorder()
+        counter.calls = 0
+        counter.active = True
+        try:
+            with recorder:
+                outputs = new(*given)
+            sync()
+        finally:
+            counter.active = False
         if state["first"]:
             state["first"] = False
-            recorder = verify.OpRecorder()
-            counter.calls = 0
-            counter.active = True
-            try:
-                with recorder:
-                    outputs = new(*given)
-                sync()
-            finally:
-                counter.active = False
             state["ops"] = recorder.ops
-            if not allow_library:
-                computing = verify.computing_ops(recorder.ops)
-                if computing:
-                    raise Verdict("rejected", "forward computes with PyTorch (" + ", ".join(computing[:5]) +
-                                  "); a kernel of its own must do the computation (or allow library calls)")
-                if counter.calls == 0:
-                    raise Verdict("rejected", "forward launched no kernel of its own (a cupy RawKernel/RawModule "
-                                  "function, or a function of a library or extension the kernel compiled); "
-                                  "library calls are not allowed in this search")
-            return outputs
-        outputs = new(*given)
-        sync()
+        state["calls"] = state.get("calls", 0) + 1
+        if not allow_library:
+            computing = verify.computing_ops(recorder.ops)
+            if computing:
+                raise Verdict("rejected", f"forward computes with PyTorch on untimed call {state['calls']} (" +
+                              ", ".join(computing[:5]) + "); a kernel of its own must do the computation "
+                              "(or allow library calls)")
+            if counter.calls == 0:
+                raise Verdict("rejected", f"forward launched no kernel of its own on untimed call {state['calls']} "
+                              "(a cupy RawKernel/RawModule function, or a function of a library or extension the "
+                              "kernel compiled); library calls are not allowed in this search")
         return outputs
     except (Verdict, verify.Rejected):
         raise
@@ -428,6 +434,10 @@ def _time_candidate(module, new, device, seed, reference, truth_model, run_candi
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     _guard(guarded)
+    try:  # one more recorded, untimed call once timing is over: the same kernel must still be at work
+        run_candidate(sets[-1])
+    except verify.Rejected as exc:
+        raise Verdict("rejected", str(exc)) from None
     for i, (inputs, outs) in rechecks.items():
         truths = _truth(truth_model, reference, inputs)
         err, _ = verify.compare(outs, truths, atol, rtol)

@@ -5,12 +5,12 @@ taking one starts its replacement at once."""
 from __future__ import annotations
 
 import collections
-import os
 import threading
 
 from . import compile as compiling
+from . import evaluation
 from .errors import RunnerError
-from .sandbox import Sandbox, isolation_failed
+from .sandbox import Sandbox
 
 
 class Pool:
@@ -49,33 +49,25 @@ class Pool:
                 sandbox = self._warm[0]
             environment = sandbox.wait_ready()
             if environment is not None:
-                from .api import _environment
-
-                self.environment = _environment(sandbox, None)
+                self.environment = evaluation._environment(sandbox, None)
                 return self.environment
             with self._lock:
                 if sandbox in self._warm:
                     self._warm.remove(sandbox)
             sandbox.discard()
-            if sandbox.isolation == "namespaces" and os.environ.get("KERNELLAB_SANDBOX_ISOLATION", "auto") == "auto":
-                isolation_failed()
         raise RunnerError(f"no sandbox could start on {self.device}: {compiling.first_line(sandbox.stderr[-2000:])}")
 
     def validate(self, problem_source: str, *, device: str | None = None, timeout: float = 300.0,
                  seed: int | None = None) -> dict:
-        from .api import validate
-
         self._same_device(device)
-        return validate(problem_source, device=self.device, timeout=timeout, seed=seed, _pool=self)
+        return evaluation.validate(self, problem_source, device=self.device, timeout=timeout, seed=seed)
 
     def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
                  seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
                  rtol: float | None = None, allow_library: bool = False) -> dict:
-        from .api import evaluate
-
         self._same_device(device)
-        return evaluate(problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
-                        rtol=rtol, allow_library=allow_library, _pool=self)
+        return evaluation.evaluate(self, problem_source, kernel_source, device=self.device, seed=seed,
+                                   timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library)
 
     def _same_device(self, device: str | None) -> None:
         if device is not None and device != self.device:

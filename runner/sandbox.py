@@ -1,15 +1,18 @@
 """One fresh process per run, started and policed from the parent.
 
+- Isolation (isolation.py): bubblewrap, as a uid of the sandbox's own slot, with no
+  capabilities, no_new_privs, a seccomp filter, a filesystem holding only what the child
+  needs (read-only) and a size-limited /tmp; no network, its own PID namespace. Without
+  root or bubblewrap the runner refuses to start sandboxes, unless
+  KERNELLAB_SANDBOX_ISOLATION=process asks for plain processes (trusted kernels only).
+- Limits (limits.py): memory and processes in cgroups, disk as the size of its tmpfs, file
+  size and CPU time as rlimits; a limit that ends the run becomes its verdict.
 - Environment from an allow-list (nothing inherited wholesale: no API keys, no database
   URLs), its own temp folder and compile caches.
-- Isolation: where unprivileged namespaces work, the process gets its own user, PID, mount
-  and network namespaces (no network; /proc shows only the sandbox, so no other process's
-  environment can be read; the project's data folder and secret files are hidden under
-  empty mounts). Elsewhere a plain process (then the process that starts sandboxes must
-  hold no secrets itself: see docs/KERNEL_FORMAT.md).
-- A wall-clock limit enforced by killing the whole process group; stdout/stderr kept to a
+- A wall-clock limit enforced by killing the whole sandbox; stdout/stderr kept to a
   bounded head and tail, and the run stopped when they exceed OUTPUT_LIMIT.
-- The verdict comes on a dedicated pipe, each message carrying the job's nonce.
+- The verdict comes on a dedicated pipe, each message carrying the job's nonce, each line
+  bounded in size; the parent validates it (schema.py) before using any of it.
 """
 
 from __future__ import annotations
@@ -29,10 +32,13 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
+from . import gpumem, isolation, limits, schema
+from .errors import RunnerError
 
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent)
 OUTPUT_LIMIT = 8 * 1024 * 1024
 KEEP_OUTPUT = 8 * 1024
+MESSAGE_LIMIT = 4 * 1024 * 1024  # one message on the verdict pipe
 WARM_UP_LIMIT = 180.0
 
 PASS_THROUGH = (
@@ -43,7 +49,6 @@ PASS_THROUGH = (
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
 
-_isolation_works: dict[str, bool] = {}
 _device_lock = threading.Lock()
 
 
@@ -62,50 +67,33 @@ def default_threads(device: str) -> int:
     return max(1, min(8, (os.cpu_count() or 2) // 2)) if device == "cpu" else 1
 
 
+def data_dir() -> str:
+    """The project's data folder (database, baselines): never visible in a sandbox."""
+    return os.environ.get("KERNELLAB_DATA_DIR") or os.path.join(RUNNER_ROOT, "var")
+
+
 def hidden_paths() -> list[str]:
-    """Folders and files a candidate must not see: the project's data and env files,
-    plus whatever KERNELLAB_SANDBOX_HIDE lists (colon-separated)."""
-    paths = [os.path.join(RUNNER_ROOT, "var"), os.path.join(RUNNER_ROOT, ".env"), os.path.expanduser("~/.ssh"),
-             os.path.expanduser("~/.aws"), os.path.expanduser("~/.config"), os.path.expanduser("~/.netrc")]
+    """Folders and files a candidate must not see even where they lie under something it
+    is given: the project's data and env files, secrets in the home folder, plus whatever
+    KERNELLAB_SANDBOX_HIDE lists (colon-separated)."""
+    paths = [data_dir(), os.path.join(RUNNER_ROOT, ".env"), os.path.expanduser("~/.ssh"),
+             os.path.expanduser("~/.aws"), os.path.expanduser("~/.config"), os.path.expanduser("~/.netrc"),
+             os.path.expanduser("~/.cache")]
     paths += [p for p in os.environ.get("KERNELLAB_SANDBOX_HIDE", "").split(":") if p]
-    if os.environ.get("KERNELLAB_DATA_DIR"):
-        paths.append(os.environ["KERNELLAB_DATA_DIR"])
     return [p for p in paths if os.path.exists(p)]
 
 
 def isolation_mode() -> str:
+    """"bwrap" (the default) or "process" (only when asked for by name)."""
     wanted = os.environ.get("KERNELLAB_SANDBOX_ISOLATION", "auto")
-    if wanted in ("process", "namespaces"):
-        return wanted
-    if "auto" not in _isolation_works:
-        _isolation_works["auto"] = _namespaces_work()
-    return "namespaces" if _isolation_works["auto"] else "process"
-
-
-def _namespaces_work() -> bool:
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return False
-    try:
-        done = subprocess.run([unshare, *_UNSHARE_FLAGS, "true"], capture_output=True, timeout=10)
-        return done.returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def isolation_failed() -> None:
-    """Namespaces were probed fine but a sandbox could not start in them: use processes."""
-    _isolation_works["auto"] = False
-
-
-_UNSHARE_FLAGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "--kill-child"]
-_HIDE_SCRIPT = (
-    'for p in "$@"; do [ "$p" = "--" ] && break; '
-    'if [ -d "$p" ]; then mount -t tmpfs -o size=1k,mode=000 none "$p" 2>/dev/null; '
-    'else mount --bind /dev/null "$p" 2>/dev/null; fi; shift; done; shift; "$@"'
-)
-# The shell stays as the namespace's PID 1 and runs Python as its child: as PID 1, Python
-# would ignore its own SIGABRT (abort() then ends in SIGSEGV) and misreport the fault.
+    if wanted == "process":
+        return "process"
+    if wanted not in ("auto", "bwrap"):
+        raise RunnerError(f"KERNELLAB_SANDBOX_ISOLATION must be bwrap or process, not {wanted!r}")
+    why = isolation.unavailable_reason()
+    if why:
+        raise RunnerError(f"cannot start a sandbox: {why}")
+    return "bwrap"
 
 
 class Sandbox:
@@ -115,24 +103,36 @@ class Sandbox:
         self.device = device
         self.threads = threads or default_threads(device)
         self.isolation = isolation_mode()
+        self.limits = limits.Limits.from_env(device)
         self.root = tempfile.mkdtemp(prefix="kernellab-sandbox-")
         os.chmod(self.root, 0o755)
+        self.inside_root = isolation.INSIDE_ROOT if self.isolation == "bwrap" else self.root
         self.messages: queue.Queue = queue.Queue()
         self.environment: dict | None = None
         self.output_exceeded = False
         self.warm_wait = 0.0
         self._streams = {"stdout": _Tail(), "stderr": _Tail()}
-        self._start()
+        self.slot = isolation.Slot() if self.isolation == "bwrap" else None
+        self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
+        self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
+        self.gpu_exceeded_mb: int | None = None
+        try:
+            self._start()
+        except BaseException:
+            self._release()
+            raise
 
     def _env(self) -> dict:
         env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-        env["PYTHONPATH"] = os.pathsep.join([RUNNER_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        env.update(compiling.cache_env(self.root))
+        runner_parent = isolation.INSIDE_RUNNER if self.isolation == "bwrap" else RUNNER_ROOT
+        env["PYTHONPATH"] = os.pathsep.join([runner_parent] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env.update(compiling.cache_env(self.inside_root, create=self.isolation != "bwrap"))
         threads = str(self.threads)
         env.update({"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "KERNELLAB_THREADS": threads,
-                    "KERNELLAB_SANDBOX_ROOT": self.root, "KERNELLAB_ISOLATION": self.isolation,
-                    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+                    "KERNELLAB_SANDBOX_ROOT": self.inside_root, "KERNELLAB_ISOLATION": self.isolation,
+                    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "kernellab",
+                    "LOGNAME": "kernellab"})
         if self.device == "cuda":
             home = compiling.cuda_home()
             if home:
@@ -148,17 +148,32 @@ class Sandbox:
     def _start(self) -> None:
         control_read, self._control_write = os.pipe()
         self._verdict_read, verdict_write = os.pipe()
+        env = self._env()
         command = [sys.executable, "-s", "-m", "runner.child", str(control_read), str(verdict_write), self.device]
-        if self.isolation == "namespaces":
-            command = [shutil.which("unshare"), *_UNSHARE_FLAGS, "/bin/sh", "-c", _HIDE_SCRIPT, "sh",
-                       *hidden_paths(), "--", *command]
+        pass_fds = [control_read, verdict_write]
+        if self.isolation == "process":
+            cwd = self._workdir()
+        else:
+            bwrap = isolation.Command(uid=self.slot.uid, device=self.device, disk_mb=self.limits.disk_mb,
+                                      host_root=self.root, hidden=hidden_paths(),
+                                      extra_paths=compiling.toolchain_homes(self.device))
+            work = os.path.join(self.inside_root, "work")
+            plan = {"cgroups": [str(f) for f in self.cgroups.folders()],
+                    "rlimits": limits.rlimits(self.limits, self.device, self.cgroups)}
+            command = [sys.executable, "-I", "-S", str(Path(__file__).with_name("launch.py")), json.dumps(plan),
+                       *bwrap.args, "--chdir", "/", "--", *bwrap.drop(),
+                       "/bin/sh", "-c", f'mkdir -p "{work}" && cd "{work}" && exec "$@"', "sh", *command]
+            pass_fds += bwrap.fds
+            cwd = "/"
         self.started = time.monotonic()
-        self.process = subprocess.Popen(
-            command, env=self._env(), cwd=self._workdir(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, pass_fds=(control_read, verdict_write), start_new_session=True,
-        )
-        os.close(control_read)
-        os.close(verdict_write)
+        try:
+            self.process = subprocess.Popen(
+                command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=pass_fds, start_new_session=True,
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         for name in ("stdout", "stderr"):
             threading.Thread(target=self._drain, args=(getattr(self.process, name), name), daemon=True).start()
         threading.Thread(target=self._read_verdicts, daemon=True).start()
@@ -179,11 +194,19 @@ class Sandbox:
 
     def _read_verdicts(self) -> None:
         with os.fdopen(self._verdict_read, "rb") as pipe:
-            for line in pipe:
+            while True:
+                line = pipe.readline(MESSAGE_LIMIT + 1)
+                if not line:
+                    break
+                if len(line) > MESSAGE_LIMIT:
+                    self.messages.put({"kind": "oversized"})
+                    break
                 try:
-                    self.messages.put(json.loads(line))
+                    message = json.loads(line)
                 except ValueError:
                     continue  # noise; the nonce check drops anything else
+                if isinstance(message, dict):
+                    self.messages.put(message)
         self.messages.put(None)
 
     # --- running a job -------------------------------------------------------------------
@@ -201,7 +224,10 @@ class Sandbox:
             if message is None:
                 return None
             if message.get("kind") == "ready":
-                self.environment = message.get("environment") or {}
+                try:
+                    self.environment = schema.environment(message.get("environment") or {})
+                except schema.Malformed:
+                    self.environment = {}
                 return self.environment
 
     def run(self, job: dict, timeout: float) -> SandboxOutcome:
@@ -209,7 +235,7 @@ class Sandbox:
         does not count), and always end the process."""
         nonce = secrets.token_hex(16)
         asked = time.monotonic()
-        lock = None
+        lock = watch = None
         try:
             ready = self.wait_ready()
             began = time.monotonic()
@@ -217,6 +243,8 @@ class Sandbox:
             if ready is None:
                 return self._no_verdict(began, timed_out=False, warm_up=True)
             deadline = began + timeout
+            if self.gpu_cap_mb:
+                watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
             self._send({**job, "nonce": nonce})
             while True:
                 try:
@@ -225,6 +253,10 @@ class Sandbox:
                     return self._no_verdict(began, timed_out=True)
                 if message is None:
                     return self._no_verdict(began, timed_out=False)
+                if message.get("kind") == "oversized":
+                    return SandboxOutcome(status="rejected", reason="the sandbox sent a message over "
+                                          f"{MESSAGE_LIMIT // (1024 * 1024)} MB on the verdict channel",
+                                          stdout=self.stdout, stderr=self.stderr, seconds=time.monotonic() - began)
                 if message.get("nonce") != nonce:
                     continue
                 if message.get("kind") == "device" and lock is None:
@@ -233,13 +265,20 @@ class Sandbox:
                     deadline += time.monotonic() - waited
                     self._send({"go": True})
                 elif message.get("kind") == "verdict":
-                    return SandboxOutcome(result=message.get("result") or {}, stdout=self.stdout,
+                    result = message.get("result")
+                    return SandboxOutcome(result=result if isinstance(result, dict) else {}, stdout=self.stdout,
                                           stderr=self.stderr, seconds=time.monotonic() - began)
         finally:
+            if watch is not None:
+                watch.stop()
             self.kill()
             if lock is not None:
                 lock.release()
             self.cleanup()
+
+    def _gpu_exceeded(self, used_mb: int) -> None:
+        self.gpu_exceeded_mb = used_mb
+        self.kill()
 
     def _send(self, message: dict) -> None:
         try:
@@ -248,13 +287,21 @@ class Sandbox:
             pass  # it died; the verdict queue says so
 
     def _no_verdict(self, began: float, *, timed_out: bool, warm_up: bool = False) -> SandboxOutcome:
+        if not timed_out and not self.output_exceeded:
+            try:  # its verdict pipe closed: let bubblewrap report how the child ended before killing
+                self.process.wait(timeout=20)  # (tearing down a CUDA process can take seconds)
+            except subprocess.TimeoutExpired:
+                pass
         self.kill()
         try:
             code = self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             code = None
         seconds = time.monotonic() - began
-        if timed_out:
+        if self.gpu_exceeded_mb is not None:
+            status, reason = "oom", (f"the sandbox went past its GPU memory limit of {self.gpu_cap_mb} MB "
+                                     f"(NVML saw {self.gpu_exceeded_mb} MB) and was killed")
+        elif timed_out:
             status, reason = "timeout", f"no verdict within the {seconds:.0f} s limit; the run was killed"
         elif self.output_exceeded:
             status, reason = "runtime_error", (f"the kernel printed more than {OUTPUT_LIMIT // (1024 * 1024)} MB "
@@ -263,8 +310,27 @@ class Sandbox:
             status, reason = "crashed", f"the sandbox did not start: {compiling.first_line(self.stderr[-2000:])}"
         else:
             status, reason = classify_exit(code, self.stderr)
+        limited = self.limit_hit(status, reason, code)
+        if limited and not timed_out and self.gpu_exceeded_mb is None and not self.output_exceeded:
+            status, reason = limited
         return SandboxOutcome(status=status, reason=reason, stdout=self.stdout, stderr=self.stderr,
                               seconds=seconds)
+
+    def limit_hit(self, status: str, reason: str, code: int | None = 0, log: str = ""):
+        """(status, reason) naming the limit that ended or failed this run, else None. `code`
+        is the exit status of a run that ended without a verdict; 0 where a verdict came (the
+        parent killed the process afterwards, so its exit status says nothing)."""
+        if self.cgroups is None:
+            return None
+        return limits.explain(status, reason, code, self.limits, self.cgroups, log or self.stderr[-4000:])
+
+    def describe_limits(self) -> dict | None:
+        if not self.cgroups:
+            return None
+        described = limits.describe(self.limits, self.cgroups, self.device)
+        if self.device == "cuda":
+            described.update(gpu_memory_mb=self.gpu_cap_mb, gpu_memory_by="NVML" if self.gpu_cap_mb else "none")
+        return described
 
     @property
     def stdout(self) -> str:
@@ -279,6 +345,8 @@ class Sandbox:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.cgroups is not None:
+            self.cgroups.kill_all()  # whatever left the process group (bubblewrap starts new sessions)
 
     def cleanup(self) -> None:
         try:
@@ -289,11 +357,33 @@ class Sandbox:
             os.close(self._control_write)
         except OSError:
             pass
+        self._release()
+
+    def _release(self) -> None:
+        """Give back what this sandbox held, once nothing of it runs any more."""
+        if self.cgroups is not None:
+            for _ in range(50):
+                self.cgroups.kill_all()
+                if not any(_has_processes(f) for f in self.cgroups.folders()):
+                    break
+                time.sleep(0.02)
+            self.cgroups.settle()
+            self.cgroups.remove()
+        if self.slot is not None:
+            self.slot.release()
+            self.slot = None
         shutil.rmtree(self.root, ignore_errors=True)
 
     def discard(self) -> None:
         self.kill()
         self.cleanup()
+
+
+def _has_processes(folder) -> bool:
+    try:
+        return bool((folder / "cgroup.procs").read_text().split())
+    except OSError:
+        return False
 
 
 def classify_exit(code: int | None, stderr: str) -> tuple[str, str]:

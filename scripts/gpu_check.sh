@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole GPU check in one device call: a probe of the host, the runner's GPU tests
+# The whole GPU check in one device call: a probe of the host, a probe from inside a sandbox
+# (uid, filter, CUDA, NVRTC, Triton cache, CUPTI, NVML, load_inline), the runner's GPU tests
 # (every `-m gpu` test under tests/runner) and the runner benchmark. Results as files under
-# $OUT (probe.json, gpu-tests.xml, gpu-tests.log, bench.json, bench.txt).
+# $OUT (probe.json, sandbox-probe.json, gpu-tests.xml, gpu-tests.log, bench.json, bench.txt).
+# Without bubblewrap installed, a bubblewrap .deb in ../.whl or .whl is unpacked to /tmp/bwrap.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_check.sh [--no-tests] [--no-bench]
 #   GPU_TESTS=tests/runner/test_gpu.py limits the tests to one file.
 set -uo pipefail
@@ -10,6 +12,11 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR=${KERNELLAB_CACHE_DIR:-$(mktemp -d)}
 PY=${PYTHON:-python3}
+if ! command -v bwrap >/dev/null && [ -z "${KERNELLAB_BWRAP:-}" ]; then
+  for deb in ../.whl/bubblewrap_*.deb .whl/bubblewrap_*.deb; do
+    [ -f "$deb" ] && dpkg -x "$deb" /tmp/bwrap && export KERNELLAB_BWRAP=/tmp/bwrap/usr/bin/bwrap && break
+  done
+fi
 run_tests=1; run_bench=1
 for arg in "$@"; do
   case "$arg" in --no-tests) run_tests=0 ;; --no-bench) run_bench=0 ;; esac
@@ -32,13 +39,13 @@ smi = shutil.which("nvidia-smi")
 if smi:
     probe["nvidia_smi"] = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
                                          capture_output=True, text=True).stdout.strip()
-unshare = shutil.which("unshare")
-probe["unshare"] = bool(unshare) and subprocess.run(
-    [unshare, "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "true"],
-    capture_output=True).returncode == 0
+probe["os"] = open("/etc/os-release").read().split("PRETTY_NAME=")[-1].split("\n")[0].strip('"')
+probe["cgroup"] = open("/proc/self/cgroup").read().strip()
 print(json.dumps(probe, indent=2))
 PROBE
 cat "$OUT/probe.json"
+"$PY" -m runner probe --device cuda --load-inline >"$OUT/sandbox-probe.json" 2>&1
+cat "$OUT/sandbox-probe.json"
 
 status=0
 if [ "$run_tests" = 1 ]; then

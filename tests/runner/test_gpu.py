@@ -70,3 +70,39 @@ def test_kernel_opting_in_to_large_shared_memory_is_accepted(cuda_pool):
     assert "shared_mem=96 * 1024" in big_shared
     result = cuda_pool.evaluate(SOFTMAX, big_shared, seed=8)
     assert result["status"] == "correct", result["reason"] + result.get("log", "")
+
+
+GPU_HOG = '''
+import time
+import torch
+import torch.nn as nn
+
+hog = torch.empty(6 * 1024**3, dtype=torch.uint8, device="cuda")  # 6 GiB, past the test's 2 GiB cap
+torch.cuda.synchronize()
+time.sleep(5)  # NVML is polled; an honest problem never waits here
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(64, device="cuda")]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_gpu_memory_past_the_cap_is_oom_then_the_next_kernel_is_judged_right(cuda_pool, monkeypatch):
+    import runner
+
+    monkeypatch.setenv("KERNELLAB_SANDBOX_GPU_MEMORY_MB", "2048")
+    with runner.Pool(device="cuda", size=0) as pool:
+        result = pool.validate(GPU_HOG, seed=0)
+    assert result["status"] == "invalid"
+    assert "GPU memory limit of 2048 MB" in result["reason"], result["reason"]
+    honest = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=11)
+    assert honest["status"] == "correct", honest["reason"]

@@ -1,0 +1,189 @@
+"""Validating a problem and evaluating a kernel on a given pool of sandboxes: the parent's
+side of a job. Plain Python: this side never imports torch or CUDA; all problem and kernel
+code runs in sandbox processes (sandbox.py, judge.py). Nothing that comes back from a
+sandbox is used before schema.py has checked it. The public API is api.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+from . import baselines, quarantine, schema
+from . import compile as compiling
+from .checks import check_source
+from .errors import ProblemInvalid, RunnerError
+from .version import RUNNER_VERSION, SCHEMA
+
+DEVICES = ("cpu", "cuda")
+FAULTS = ("runtime_error", "crashed", "timeout", "oom")
+
+
+# --- validate -------------------------------------------------------------------------------
+
+def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float = 300.0,
+             seed: int | None = None) -> dict:
+    _check_device(device)
+    seed = _seed(seed)
+    result = empty_validation()
+    job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
+           "compile_baseline": _compile_baseline()}
+    outcome, sandbox = _run(pool, job, timeout)
+    result["environment"] = _environment(sandbox, pool)
+    if outcome.result is None:
+        result.update(status="invalid", reason=f"the problem could not be run: {outcome.reason}")
+        return result
+    try:
+        raw = schema.validation(outcome.result)
+    except schema.Malformed as exc:
+        result.update(status="invalid", reason=f"the sandbox sent a malformed validation ({exc}); none of it is used")
+        return result
+    result["status"], result["reason"] = raw["status"], raw["reason"]
+    limited = sandbox.limit_hit("runtime_error", raw["reason"]) if raw["status"] != "ok" else None
+    if limited:
+        result["reason"] = f"the problem could not be run: {limited[1]}"
+    for name in ("outputs", "family", "flops", "min_bytes"):
+        result[name] = raw.get(name)
+    result["baseline"].update(raw["baseline"])
+    if result["status"] == "ok":
+        cache_key = baselines.key(problem_source, device, result["environment"], _compile_baseline())
+        baselines.store(cache_key, result)
+    return result
+
+
+def empty_validation() -> dict:
+    return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
+            "min_bytes": None, "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
+            "environment": _environment(None, None)}
+
+
+# --- evaluate -------------------------------------------------------------------------------
+
+def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
+             timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
+             allow_library: bool = False) -> dict:
+    _check_device(device)
+    seed = _seed(seed)
+    result = empty_verdict(seed)
+    result["environment"] = _environment(None, pool)
+
+    reasons = check_source(kernel_source, reference_source=problem_source, allow_library=allow_library,
+                           device=device)
+    if reasons:
+        result.update(status="rejected", reason=reasons[0])
+        return result
+
+    environment = pool.current_environment()
+    validation = _cached_validation(problem_source, device, environment, pool, timeout, seed)
+    if validation["status"] != "ok":
+        raise ProblemInvalid(f"the problem is invalid: {validation['reason']}")
+    result["baseline"] = dict(validation["baseline"])
+
+    job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
+           "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library)}
+    outcome, sandbox = _run(pool, job, timeout)
+    result["environment"] = _environment(sandbox, pool)
+    if outcome.result is None:
+        result.update(status=outcome.status, reason=outcome.reason,
+                      log=compiling.trim(outcome.stderr[-6000:]) if outcome.stderr else "")
+    else:
+        try:
+            raw = schema.evaluation(outcome.result)
+        except schema.Malformed as exc:
+            raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used"}
+        for name in ("status", "reason", "precision", "compile", "correctness", "timing", "phases", "log"):
+            if name in raw:
+                result[name] = raw[name]
+        limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
+        if limited:
+            result["status"], result["reason"] = limited
+    result["limits"] = sandbox.describe_limits()
+    result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
+    if result["status"] == "correct" and result["timing"]:
+        _speedups(result, validation, device)
+    if device == "cuda" and (result["status"] in ("crashed", "timeout")
+                             or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
+        health_check(pool)
+    return result
+
+
+def empty_verdict(seed: int | None) -> dict:
+    return {"schema": SCHEMA, "status": "runtime_error", "reason": "", "quarantined": False,
+            "quarantine_reason": None, "seed": seed, "precision": None, "compile": {"seconds": None, "log": ""},
+            "correctness": None, "timing": None,
+            "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
+            "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": _environment(None, None),
+            "log": "", "phases": {}, "limits": None}
+
+
+def _speedups(result: dict, validation: dict, device: str) -> None:
+    median = result["timing"]["median_ms"]
+    baseline = result["baseline"]
+    if baseline.get("eager_ms"):
+        result["speedup_vs_eager"] = baseline["eager_ms"] / median
+    if baseline.get("compile_ms"):
+        result["speedup_vs_compile"] = baseline["compile_ms"] / median
+    floor = quarantine.floor_ms(device, result["environment"].get("device_name"), validation.get("flops"),
+                                validation.get("min_bytes"))
+    flagged, why = quarantine.judge(median, baseline, floor)
+    result["quarantined"], result["quarantine_reason"] = flagged, (why or None)
+
+
+def _cached_validation(problem_source, device, environment, pool, timeout, seed) -> dict:
+    """The problem's validation (with baselines) from the cache, else run now."""
+    cache_key = baselines.key(problem_source, device, environment, _compile_baseline())
+    cached = baselines.load(cache_key)
+    if cached is not None:
+        return cached
+    return validate(pool, problem_source, device=device, timeout=timeout, seed=seed)
+
+
+def health_check(pool) -> None:
+    """After a fault on the GPU: a fresh sandbox must compute correctly before the next
+    candidate runs there."""
+    for _ in range(2):
+        outcome, _ = _run(pool, {"job": "health", "device": pool.device}, 60.0)
+        try:
+            if outcome.result is not None and schema.health(outcome.result)["status"] == "ok":
+                return
+        except schema.Malformed:
+            pass
+    raise RunnerError("the GPU failed its health check after a faulty kernel: "
+                      f"{(outcome.result or {}).get('reason') or outcome.reason}")
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def _run(pool, job: dict, timeout: float):
+    sandbox = pool.take()
+    outcome = sandbox.run(job, timeout)
+    return outcome, sandbox
+
+
+def _environment(sandbox, pool) -> dict:
+    env = None
+    if sandbox is not None and sandbox.environment:
+        env = dict(sandbox.environment)
+        if pool is not None:
+            pool.environment = env
+    elif pool is not None and pool.environment:
+        env = dict(pool.environment)
+    base = {"device_name": None, "torch": None, "cuda": None, "driver": None, "python": None,
+            "runner_version": RUNNER_VERSION}
+    base.update(env or {})
+    return base
+
+
+def _seed(seed: int | None) -> int:
+    return int(seed) if seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def _check_device(device: str) -> None:
+    if device not in DEVICES:
+        raise RunnerError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+
+
+def _compile_baseline() -> bool:
+    """KERNELLAB_BASELINE_COMPILE=0 skips the torch.compile baseline (fast test runs); the
+    result then says compile_mode null."""
+    return os.environ.get("KERNELLAB_BASELINE_COMPILE", "1") not in ("0", "false", "no")

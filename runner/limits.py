@@ -1,0 +1,247 @@
+"""Resource limits of one sandbox, and how a limit that was hit becomes a verdict.
+
+- Memory and processes: a cgroup of its own per sandbox (v2 where its controllers are
+  delegated to us, else v1 `memory` and `pids`). Without a memory cgroup, RLIMIT_AS on CPU
+  sandboxes only (CUDA reserves address space of about twice the device's memory); without
+  a pids cgroup, RLIMIT_NPROC, which counts per uid and so per sandbox slot.
+- Disk: the sandbox's only writable folders are tmpfs mounts of a fixed size (their pages
+  count as the sandbox's memory too); RLIMIT_FSIZE bounds one file.
+- CPU time: RLIMIT_CPU (the wall clock is policed by the parent).
+The cgroup is filled from the forked child before it execs bubblewrap, so nothing the
+candidate starts is ever outside it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+MB = 1024 * 1024
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return max(1, int(value)) if value else default
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int
+    processes: int
+    disk_mb: int
+    cpu_s: int
+
+    @classmethod
+    def from_env(cls, device: str) -> "Limits":
+        return cls(
+            memory_mb=_env_int("KERNELLAB_SANDBOX_MEMORY_MB", 8192 if device == "cpu" else 65536),
+            processes=_env_int("KERNELLAB_SANDBOX_PROCESSES", 512),
+            disk_mb=_env_int("KERNELLAB_SANDBOX_DISK_MB", 2048),
+            cpu_s=_env_int("KERNELLAB_SANDBOX_CPU_S", 1800),
+        )
+
+
+def _own_cgroup(controller: str | None) -> Path | None:
+    """This process's cgroup folder for `controller` (None: the v2 unified hierarchy)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if controller is None and names == "":
+            folder = CGROUP_ROOT / path.lstrip("/")
+            return folder if (folder / "cgroup.controllers").exists() else None
+        if controller is not None and controller in names.split(","):
+            folder = CGROUP_ROOT / controller / path.lstrip("/")
+            return folder if folder.is_dir() else None
+    return None
+
+
+class Cgroups:
+    """The sandbox's cgroups: created by the parent, joined by the forked child, read after
+    the run to learn which limit (if any) ended it, then removed."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.memory: Path | None = None  # folder holding the memory files
+        self.pids: Path | None = None
+        self.version: int | None = None
+        self.notes: list[str] = []
+        name = f"kernellab-{uuid.uuid4().hex[:12]}"
+        if not self._make_v1(name):
+            self._make_v2(name)
+
+    def _make_v1(self, name: str) -> bool:
+        made = False
+        memory_parent, pids_parent = _own_cgroup("memory"), _own_cgroup("pids")
+        if memory_parent is not None:
+            folder = _mkdir(memory_parent / name)
+            if folder and _write(folder / "memory.limit_in_bytes", self.limits.memory_mb * MB):
+                _write(folder / "memory.memsw.limit_in_bytes", self.limits.memory_mb * MB)  # no swap past it
+                self.memory, made = folder, True
+        if pids_parent is not None:
+            folder = _mkdir(pids_parent / name)
+            if folder and _write(folder / "pids.max", self.limits.processes):
+                self.pids, made = folder, True
+        if made:
+            self.version = 1
+        return made
+
+    def _make_v2(self, name: str) -> None:
+        parent = _own_cgroup(None)
+        if parent is None:
+            return
+        available = (parent / "cgroup.subtree_control").read_text().split() if \
+            (parent / "cgroup.subtree_control").exists() else []
+        folder = _mkdir(parent / name)
+        if folder is None:
+            return
+        self.version = 2
+        if "memory" in available and _write(folder / "memory.max", self.limits.memory_mb * MB):
+            _write(folder / "memory.swap.max", 0)
+            _write(folder / "memory.oom.group", 1)
+            self.memory = folder
+        if "pids" in available and _write(folder / "pids.max", self.limits.processes):
+            self.pids = folder
+        if self.memory is None and self.pids is None:
+            _rmdir(folder)
+            self.version = None
+
+    def folders(self) -> list[Path]:
+        return list(dict.fromkeys(p for p in (self.memory, self.pids) if p is not None))
+
+    def join(self) -> None:
+        """In the forked child, before exec: move this process into the cgroups."""
+        for folder in self.folders():
+            with open(folder / "cgroup.procs", "w") as out:
+                out.write(str(os.getpid()))
+
+    def settle(self) -> None:
+        """Read the counters once, before the cgroups are removed; later reads use these."""
+        self._settled = (self.oom_killed(), self.processes_refused())
+
+    def oom_killed(self) -> bool:
+        if getattr(self, "_settled", None):
+            return self._settled[0]
+        if self.memory is None:
+            return False
+        if self.version == 2:
+            return _counter(self.memory / "memory.events", "oom_kill") > 0
+        return _counter(self.memory / "memory.oom_control", "oom_kill") > 0 or \
+            _counter(self.memory / "memory.oom_control", "under_oom") > 0
+
+    def processes_refused(self) -> bool:
+        if getattr(self, "_settled", None):
+            return self._settled[1]
+        return self.pids is not None and _counter(self.pids / "pids.events", "max") > 0
+
+    def kill_all(self) -> None:
+        for folder in self.folders():
+            if self.version == 2 and _write(folder / "cgroup.kill", 1):
+                continue
+            try:
+                pids = (folder / "cgroup.procs").read_text().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, ValueError):
+                    pass
+
+    def remove(self) -> None:
+        for folder in self.folders():
+            _rmdir(folder)
+
+
+CPU_GRACE_S = 5  # SIGXCPU at the limit, SIGKILL this much later (equal limits would skip SIGXCPU)
+
+
+def rlimits(limits: Limits, device: str, cgroups: Cgroups) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) set by launch.py before exec, inherited by all it starts."""
+    chosen = [(resource.RLIMIT_FSIZE, limits.disk_mb * MB, limits.disk_mb * MB),
+              (resource.RLIMIT_CPU, limits.cpu_s, limits.cpu_s + CPU_GRACE_S), (resource.RLIMIT_CORE, 0, 0)]
+    if cgroups.memory is None and device == "cpu":
+        chosen.append((resource.RLIMIT_AS, limits.memory_mb * MB, limits.memory_mb * MB))
+    if cgroups.pids is None:
+        chosen.append((resource.RLIMIT_NPROC, limits.processes, limits.processes))
+    return chosen
+
+
+def describe(limits: Limits, cgroups: Cgroups, device: str) -> dict:
+    """What enforces each limit in this sandbox (reported with the environment)."""
+    memory = f"cgroup v{cgroups.version}" if cgroups.memory else ("RLIMIT_AS" if device == "cpu" else "none")
+    pids = f"cgroup v{cgroups.version}" if cgroups.pids else "RLIMIT_NPROC"
+    return {"memory_mb": limits.memory_mb, "memory_by": memory, "processes": limits.processes, "processes_by": pids,
+            "disk_mb": limits.disk_mb, "cpu_s": limits.cpu_s}
+
+
+def explain(status: str, reason: str, code: int | None, limits: Limits, cgroups: Cgroups,
+            log: str = "") -> tuple[str, str] | None:
+    """A clearer verdict when a limit ended the run or made the candidate fail; None if no
+    limit was involved."""
+    if status == "correct":
+        return None
+    if cgroups.oom_killed():
+        return "oom", (f"the sandbox went past its memory limit of {limits.memory_mb} MB and was killed "
+                       "(host and device memory of the process, its files in /tmp and /dev/shm count)")
+    signal_number = -code if code is not None and code < 0 else (code - 128 if code and code > 128 else None)
+    if signal_number == signal.SIGXCPU:
+        return "runtime_error", f"the sandbox used up its CPU time limit ({limits.cpu_s} s) and was stopped"
+    if signal_number == signal.SIGKILL and cgroups.memory is not None:
+        return "runtime_error", ("the sandbox was killed (SIGKILL) without a verdict, not by its memory limit (its "
+                                 f"cgroup saw no OOM): the hard stop of its CPU time limit ({limits.cpu_s} s + "
+                                 f"{CPU_GRACE_S} s) if it ignored SIGXCPU, or its own doing")
+    if signal_number == signal.SIGXFSZ:
+        return "runtime_error", f"a file went past the sandbox's file size limit ({limits.disk_mb} MB)"
+    text = f"{reason}\n{log}"
+    if cgroups.processes_refused() or (cgroups.pids is None and "Resource temporarily unavailable" in text):
+        return "runtime_error", (f"the kernel went past the sandbox's process limit ({limits.processes} "
+                                 f"processes and threads): {reason}")
+    if "No space left on device" in text or "File too large" in text:
+        return "runtime_error", f"the kernel went past the sandbox's disk limit ({limits.disk_mb} MB): {reason}"
+    return None
+
+
+def _counter(path: Path, name: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == name:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _mkdir(path: Path) -> Path | None:
+    try:
+        path.mkdir()
+        return path
+    except OSError:
+        return None
+
+
+def _write(path: Path, value) -> bool:
+    try:
+        with open(path, "w") as out:
+            out.write(str(value))
+        return True
+    except OSError:
+        return False
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,206 @@
+"""The shape of everything a sandbox may send the parent, checked before any of it is used.
+
+A sandbox runs untrusted code, so its messages are untrusted input: each field's type,
+range and size is checked here, unknown fields are refused, and the timing summary is
+recomputed from the samples rather than believed. A message that fails becomes a
+`rejected` verdict naming the field; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import timing
+
+STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed", "oom")
+MAX_TEXT = 20_000
+MAX_SAMPLES = 100_000
+MAX_DISTRIBUTIONS = 32
+MAX_OUTPUTS = 64
+
+
+class Malformed(Exception):
+    pass
+
+
+def _text(value, where: str, limit: int = MAX_TEXT, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise Malformed(f"{where} is not text")
+    if len(value) > limit:
+        raise Malformed(f"{where} is longer than {limit} characters")
+    return value
+
+
+def _number(value, where: str, *, optional: bool = False, low: float = 0.0, high: float = math.inf,
+            positive: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Malformed(f"{where} is not a number")
+    if not math.isfinite(value) or value < low or value > high or (positive and value <= 0):
+        raise Malformed(f"{where} = {value!r} is out of range")
+    return value
+
+
+def _integer(value, where: str, low: int = 0, high: int = 2**62) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise Malformed(f"{where} is not an integer in {low}..{high}")
+    return value
+
+
+def _bool(value, where: str, optional: bool = False) -> bool | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, bool):
+        raise Malformed(f"{where} is not true/false")
+    return value
+
+
+def _dict(value, where: str, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise Malformed(f"{where} is not an object")
+    unknown = [k for k in value if k not in allowed]
+    if unknown:
+        raise Malformed(f"{where} has unknown field {str(unknown[0])[:40]!r}")
+    return value
+
+
+# --- evaluation -----------------------------------------------------------------------------
+
+EVALUATION_KEYS = ("status", "reason", "precision", "compile", "correctness", "timing", "device_fault", "phases",
+                   "log")
+DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
+TIMING_KEYS = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms")
+
+
+def evaluation(raw) -> dict:
+    """A clean copy of a sandbox's evaluation result; raises Malformed."""
+    raw = _dict(raw, "the verdict", EVALUATION_KEYS)
+    status = raw.get("status")
+    if status not in STATUSES:
+        raise Malformed(f"status {str(status)[:40]!r} is not a verdict")
+    clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000),
+             "precision": _text(raw.get("precision"), "precision", 64, optional=True),
+             "device_fault": bool(_bool(raw.get("device_fault", False), "device_fault")),
+             "log": _text(raw.get("log", ""), "log")}
+    compile_ = _dict(raw.get("compile") or {"seconds": None, "log": ""}, "compile", ("seconds", "log"))
+    clean["compile"] = {"seconds": _number(compile_.get("seconds"), "compile.seconds", optional=True, high=86400),
+                        "log": _text(compile_.get("log", ""), "compile.log")}
+    clean["correctness"] = _correctness(raw.get("correctness"))
+    clean["timing"] = _timing(raw.get("timing"))
+    phases = _dict(raw.get("phases") or {}, "phases", ("build_s", "device_wait_s", "correctness_s", "timing_s"))
+    clean["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
+    if status == "correct":
+        if clean["correctness"] is None or clean["correctness"]["passed"] is not True or clean["timing"] is None:
+            raise Malformed("a correct verdict needs passed correctness and a timing")
+        failed = [r["name"] for r in clean["correctness"]["per_distribution"] if r["passed"] is False]
+        if failed or not clean["correctness"]["per_distribution"]:
+            raise Malformed("a correct verdict with a failed or missing distribution")
+    return clean
+
+
+def _correctness(raw) -> dict | None:
+    if raw is None:
+        return None
+    raw = _dict(raw, "correctness", ("atol", "rtol", "passed", "per_distribution"))
+    rows = raw.get("per_distribution")
+    if not isinstance(rows, list) or len(rows) > MAX_DISTRIBUTIONS:
+        raise Malformed("correctness.per_distribution is not a short list")
+    clean_rows = []
+    for i, row in enumerate(rows):
+        where = f"correctness.per_distribution[{i}]"
+        row = _dict(row, where, DISTRIBUTION_KEYS)
+        clean = {"name": _text(row.get("name"), f"{where}.name", 64),
+                 "trials": _integer(row.get("trials"), f"{where}.trials", 0, 10_000),
+                 "skipped": _bool(row.get("skipped"), f"{where}.skipped"),
+                 "passed": _bool(row.get("passed"), f"{where}.passed", optional=True)}
+        for key in ("err", "ref_fp32_err", "max_abs_err"):
+            clean[key] = _number(row.get(key), f"{where}.{key}", optional=True, high=math.inf)
+        if "skip_reason" in row:
+            clean["skip_reason"] = _text(row["skip_reason"], f"{where}.skip_reason", 300)
+        if clean["passed"] and clean["err"] is not None and clean["ref_fp32_err"] is not None \
+                and clean["err"] > 1 and clean["err"] > 2 * clean["ref_fp32_err"]:
+            raise Malformed(f"{where} says passed with err {clean['err']:.3g}")
+        clean_rows.append(clean)
+    passed = _bool(raw.get("passed"), "correctness.passed")
+    if passed and any(r["passed"] is False for r in clean_rows):
+        raise Malformed("correctness says passed but a distribution failed")
+    return {"atol": _number(raw.get("atol"), "correctness.atol"), "rtol": _number(raw.get("rtol"), "correctness.rtol"),
+            "passed": passed, "per_distribution": clean_rows}
+
+
+def _timing(raw) -> dict | None:
+    if raw is None:
+        return None
+    raw = _dict(raw, "timing", TIMING_KEYS)
+    samples = raw.get("samples_ms")
+    if not isinstance(samples, list) or not 1 <= len(samples) <= MAX_SAMPLES:
+        raise Malformed("timing.samples_ms is not a list of 1 to 100000 samples")
+    clean = [_number(s, "timing.samples_ms[]", positive=True, high=3.6e6) for s in samples]
+    summary = timing.summarize(clean)  # recomputed: the sandbox's own summary is not used
+    median = raw.get("median_ms")
+    if median is not None and not math.isclose(_number(median, "timing.median_ms"), summary["median_ms"],
+                                                rel_tol=1e-6, abs_tol=1e-9):
+        raise Malformed("timing.median_ms does not match its samples")
+    return summary
+
+
+# --- validation and environment -------------------------------------------------------------
+
+VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "min_bytes", "baseline", "environment", "log")
+ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation")
+
+
+def validation(raw) -> dict:
+    raw = _dict(raw, "the validation", VALIDATION_KEYS)
+    status = raw.get("status")
+    if status not in ("ok", "invalid"):
+        raise Malformed(f"status {str(status)[:40]!r} is not a validation status")
+    clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000),
+             "family": _text(raw.get("family"), "family", 64, optional=True),
+             "flops": _number(raw.get("flops"), "flops", optional=True, high=1e30),
+             "min_bytes": _number(raw.get("min_bytes"), "min_bytes", optional=True, high=1e18),
+             "outputs": None, "baseline": {}}
+    if raw.get("outputs") is not None:
+        outputs = raw["outputs"]
+        if not isinstance(outputs, list) or len(outputs) > MAX_OUTPUTS:
+            raise Malformed("outputs is not a short list")
+        clean["outputs"] = []
+        for i, out in enumerate(outputs):
+            out = _dict(out, f"outputs[{i}]", ("shape", "dtype"))
+            shape = out.get("shape")
+            if not isinstance(shape, list) or len(shape) > 16:
+                raise Malformed(f"outputs[{i}].shape is not a list")
+            clean["outputs"].append({"shape": [_integer(d, f"outputs[{i}].shape[]") for d in shape],
+                                     "dtype": _text(out.get("dtype"), f"outputs[{i}].dtype", 32)})
+    if raw.get("baseline") is not None:
+        base = _dict(raw["baseline"], "baseline", ("eager_ms", "compile_ms", "compile_mode"))
+        clean["baseline"] = {
+            "eager_ms": _number(base.get("eager_ms"), "baseline.eager_ms", optional=True, positive=True, high=3.6e6),
+            "compile_ms": _number(base.get("compile_ms"), "baseline.compile_ms", optional=True, positive=True,
+                                  high=3.6e6),
+            "compile_mode": _text(base.get("compile_mode"), "baseline.compile_mode", 300, optional=True)}
+    if status == "ok" and not clean["baseline"].get("eager_ms"):
+        raise Malformed("an ok validation without an eager baseline")
+    return clean
+
+
+def environment(raw) -> dict:
+    raw = _dict(raw, "the environment", ENVIRONMENT_KEYS)
+    clean = {}
+    for key, value in raw.items():
+        if key == "threads":
+            clean[key] = _integer(value, "environment.threads", 1, 4096)
+        else:
+            clean[key] = _text(value, f"environment.{key}", 200, optional=True)
+    return clean
+
+
+def health(raw) -> dict:
+    raw = _dict(raw, "the health check", ("status", "reason", "do_bench_ms", "runner_ms"))
+    if raw.get("status") not in ("ok", "failed", "error"):
+        raise Malformed("health status is not ok/failed")
+    return {"status": raw["status"], "reason": _text(raw.get("reason", ""), "reason", 4000),
+            **{k: _number(raw[k], k, positive=True) for k in ("do_bench_ms", "runner_ms") if k in raw}}

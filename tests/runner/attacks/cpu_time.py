@@ -1,0 +1,3 @@
+# CPU time past the limit: spin until stopped.
+while True:
+    pass

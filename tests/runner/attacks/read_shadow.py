@@ -1,0 +1,2 @@
+# The host's password hashes.
+open("/etc/shadow").read()

@@ -1,0 +1,2 @@
+# Become root again.
+os.setuid(0)
