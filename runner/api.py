@@ -17,7 +17,7 @@ __all__ = ["Pool", "ProblemInvalid", "RunnerError", "evaluate", "validate", "hea
 
 def validate(problem_source: str, *, device: str = "cpu", timeout: float = 300.0, seed: int | None = None,
              _pool: Pool | None = None) -> dict:
-    evaluation._check_device(device)
+    evaluation.check_device(device)
     if _pool is not None:
         return evaluation.validate(_pool, problem_source, device=device, timeout=timeout, seed=seed)
     with Pool(device, size=0) as pool:
@@ -27,7 +27,7 @@ def validate(problem_source: str, *, device: str = "cpu", timeout: float = 300.0
 def evaluate(problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
              allow_library: bool = False, _pool: Pool | None = None) -> dict:
-    evaluation._check_device(device)
+    evaluation.check_device(device)
     arguments = dict(device=device, seed=seed, timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library)
     if _pool is not None:
         return evaluation.evaluate(_pool, problem_source, kernel_source, **arguments)

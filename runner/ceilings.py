@@ -66,7 +66,7 @@ def speed_of_light(*, device_name: str | None, flops: float | None, min_bytes: f
     """How close a measured time is to the floor on a known device: fraction = floor / time.
 
     `flops_upper_bound`: the problem's FLOPs may count work its output does not need (see
-    runner.problem.flop_facts), so a compute-bound floor, and the fraction, may be too high: the
+    runner.facts.flop_facts), so a compute-bound floor, and the fraction, may be too high: the
     result says so ("upper_bound"). A fraction above 1 is never shown as plain: "exceeds_floor"
     says the time beat the floor, and the basis says why that can happen."""
     ceilings = measured(device_name)

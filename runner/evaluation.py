@@ -23,13 +23,13 @@ FAULTS = ("runtime_error", "crashed", "timeout", "oom")
 
 def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float = 300.0,
              seed: int | None = None) -> dict:
-    _check_device(device)
+    check_device(device)
     seed = _seed(seed)
     result = empty_validation()
     job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
            "compile_baseline": _compile_baseline()}
     outcome, sandbox = _run(pool, job, timeout)
-    result["environment"] = _environment(sandbox, pool)
+    result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
         result.update(status="invalid", reason=f"the problem could not be run: {outcome.reason}")
         return result
@@ -54,7 +54,7 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
 def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
             "min_bytes": None, "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
-            "environment": _environment(None, None)}
+            "environment": environment_of(None, None)}
 
 
 # --- evaluate -------------------------------------------------------------------------------
@@ -62,10 +62,10 @@ def empty_validation() -> dict:
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
              allow_library: bool = False) -> dict:
-    _check_device(device)
+    check_device(device)
     seed = _seed(seed)
     result = empty_verdict(seed)
-    result["environment"] = _environment(None, pool)
+    result["environment"] = environment_of(None, pool)
 
     reasons = check_source(kernel_source, reference_source=problem_source, allow_library=allow_library,
                            device=device)
@@ -82,7 +82,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library)}
     outcome, sandbox = _run(pool, job, timeout)
-    result["environment"] = _environment(sandbox, pool)
+    result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
         result.update(status=outcome.status, reason=outcome.reason,
                       log=compiling.trim(outcome.stderr[-6000:]) if outcome.stderr else "")
@@ -112,7 +112,7 @@ def empty_verdict(seed: int | None) -> dict:
             "quarantine_reason": None, "seed": seed, "precision": None, "compile": {"seconds": None, "log": ""},
             "correctness": None, "timing": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
-            "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": _environment(None, None),
+            "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None}
 
 
@@ -160,7 +160,7 @@ def _run(pool, job: dict, timeout: float):
     return outcome, sandbox
 
 
-def _environment(sandbox, pool) -> dict:
+def environment_of(sandbox, pool) -> dict:
     env = None
     if sandbox is not None and sandbox.environment:
         env = dict(sandbox.environment)
@@ -178,7 +178,7 @@ def _seed(seed: int | None) -> int:
     return int(seed) if seed is not None else random.SystemRandom().randrange(2**31)
 
 
-def _check_device(device: str) -> None:
+def check_device(device: str) -> None:
     if device not in DEVICES:
         raise RunnerError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
 

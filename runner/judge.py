@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from . import compile as compiling
+from . import facts
 from . import problem as problems
 from . import timing, verify
 from .version import RUNNER_VERSION
@@ -157,14 +158,15 @@ def run_validate(job: dict, env: dict) -> dict:
         init = list(module.get_init_inputs())
         model = problems.build_model(module.Model, init, seed, device)
         inputs = problems.make_inputs(module, "get_inputs", seed, device)
-        recorder = verify.OpRecorder()
-        with torch.no_grad(), recorder:
+        with torch.no_grad():
             outputs = problems.as_outputs(model(*inputs))
-        flops = problems.count_flops(model, inputs)
+        # One traced forward gives both: the FLOPs the output needs and the family with conv
+        # dimensionality (aten op names alone cannot tell a Conv3d from a Conv2d).
+        known = facts.flop_facts(model, inputs)
+        flops, family = known["flops"], known["family"]
         params = list(model.parameters()) + list(model.buffers())
         min_bytes = problems.tensor_bytes(inputs) + problems.tensor_bytes(outputs) + problems.tensor_bytes(params)
         described = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
-        family = problems.detect_family(recorder.ops)
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
@@ -264,7 +266,7 @@ def _evaluate(job: dict, channel, result: dict) -> None:
     def run_candidate(inputs):
         given = verify.copies(inputs)
         verify.poison([(e["shape"], e["dtype"]) for e in expected], device)
-        threads = verify._thread_count()
+        threads = verify.thread_count()
         with torch.no_grad():
             outputs = _call(new, given, state, counter, allow_library, sync)
         verify.check_no_new_threads(threads)

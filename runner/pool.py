@@ -49,7 +49,7 @@ class Pool:
                 sandbox = self._warm[0]
             environment = sandbox.wait_ready()
             if environment is not None:
-                self.environment = evaluation._environment(sandbox, None)
+                self.environment = evaluation.environment_of(sandbox, None)
                 return self.environment
             with self._lock:
                 if sandbox in self._warm:

@@ -31,11 +31,11 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .problem import _is_bookkeeping
+from .facts import is_bookkeeping
 
 # Captured when the sandbox starts, before any candidate code exists.
 _isfinite, _isnan, _abs, _where, _equal = torch.isfinite, torch.isnan, torch.abs, torch.where, torch.equal
-_thread_count = threading.active_count
+thread_count = threading.active_count
 
 
 class Rejected(Exception):
@@ -180,7 +180,7 @@ def computing_ops(ops: list[str]) -> list[str]:
     """The recorded ops that compute rather than allocate, view or convert."""
     seen = []
     for op in ops:
-        if not _is_bookkeeping(op) and op not in seen:
+        if not is_bookkeeping(op) and op not in seen:
             seen.append(op)
     return seen
 
@@ -339,7 +339,7 @@ def check_untouched(before: dict) -> None:
 
 
 def check_no_new_threads(before: int) -> None:
-    now = _thread_count()
+    now = thread_count()
     if now > before:
         raise Rejected(f"forward left {now - before} thread(s) running; work must finish inside forward "
                        "on the calling thread")

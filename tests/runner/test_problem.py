@@ -1,5 +1,6 @@
 import torch
 
+from runner import facts
 from runner import problem as problems
 
 
@@ -34,15 +35,15 @@ def test_tolerance_precedence_flag_then_problem_then_dtype():
 
 
 def test_family_from_the_reference_ops():
-    assert problems.detect_family(["aten._softmax.default"]) == "softmax"
-    assert problems.detect_family(["aten.native_layer_norm.default"]) == "layernorm"
-    assert problems.detect_family(["aten.mm.default"]) == "matmul"
-    assert problems.detect_family(["aten.convolution.default"]) == "conv2d"
-    assert problems.detect_family(["aten.convolution.default", "aten.relu.default",
+    assert facts.detect_family(["aten._softmax.default"]) == "softmax"
+    assert facts.detect_family(["aten.native_layer_norm.default"]) == "layernorm"
+    assert facts.detect_family(["aten.mm.default"]) == "matmul"
+    assert facts.detect_family(["aten.convolution.default"]) == "conv2d"
+    assert facts.detect_family(["aten.convolution.default", "aten.relu.default",
                                    "aten.max_pool2d_with_indices.default"]) == "conv_relu_maxpool"
-    assert problems.detect_family(["aten.mul.Tensor", "aten.sigmoid.default"]) == "elementwise"
-    assert problems.detect_family(["aten.sum.dim_IntList"]) == "reduction"
-    assert problems.detect_family(["aten.view.default"]) is None
+    assert facts.detect_family(["aten.mul.Tensor", "aten.sigmoid.default"]) == "elementwise"
+    assert facts.detect_family(["aten.sum.dim_IntList"]) == "reduction"
+    assert facts.detect_family(["aten.view.default"]) is None
 
 
 def test_family_of_real_modules():
@@ -51,7 +52,7 @@ def test_family_of_real_modules():
     def family(model, *inputs):
         with verify.OpRecorder() as recorder, torch.no_grad():
             model(*inputs)
-        return problems.detect_family(recorder.ops)
+        return facts.detect_family(recorder.ops)
 
     x = torch.randn(2, 3, 16, 16)
     conv = torch.nn.Conv2d(3, 4, 3)

@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from runner import ceilings, verify
-from runner import problem as problems
+from runner import ceilings, facts, verify
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 
@@ -45,7 +44,7 @@ def pytorch_flops(model, inputs) -> int:
 
 
 def family(relative: str, **constants) -> str | None:
-    return problems.flop_facts(*build(load(relative, **constants)))["family"]
+    return facts.flop_facts(*build(load(relative, **constants)))["family"]
 
 
 # --- family -------------------------------------------------------------------------------------
@@ -71,17 +70,17 @@ def test_aten_names_alone_cannot_tell_a_conv3d_so_they_keep_the_old_guess():
     # run_validate passes only the recorded names today; the trace's family is the precise one
     model, inputs = build(load("level1/54_conv_standard_3D__square_input__square_kernel.py"))
     ops = recorded_ops(model, inputs)
-    assert problems.detect_family(ops) == "conv2d"
-    assert problems.detect_family(ops, convolutions=[(3, False)]) == "conv3d"
-    assert problems.detect_family(ops, functions=["conv3d"]) == "conv3d"
-    assert problems.detect_family(ops, functions=["conv_transpose3d"]) == "conv_transpose3d"
+    assert facts.detect_family(ops) == "conv2d"
+    assert facts.detect_family(ops, convolutions=[(3, False)]) == "conv3d"
+    assert facts.detect_family(ops, functions=["conv3d"]) == "conv3d"
+    assert facts.detect_family(ops, functions=["conv_transpose3d"]) == "conv_transpose3d"
 
 
 @pytest.mark.parametrize("relative", ["level1/95_CrossEntropyLoss.py", "level1/96_HuberLoss.py"])
 def test_losses_are_not_softmax_even_from_aten_names_alone(relative):
     model, inputs = build(load(relative))
-    assert problems.detect_family(recorded_ops(model, inputs)) == "loss"
-    assert problems.flop_facts(model, inputs)["family"] == "loss"
+    assert facts.detect_family(recorded_ops(model, inputs)) == "loss"
+    assert facts.flop_facts(model, inputs)["family"] == "loss"
 
 
 @pytest.mark.parametrize("relative", ["level1/98_KLDivLoss.py", "level1/99_TripletMarginLoss.py"])
@@ -91,7 +90,7 @@ def test_losses_that_decompose_are_known_by_the_function_called(relative):
 
 def test_matmul_dropout_softmax_is_not_plain_softmax():
     model, inputs = build(load("level2/66_Matmul_Dropout_Softmax.py"))
-    assert problems.detect_family(recorded_ops(model, inputs)) == "matmul_softmax"
+    assert facts.detect_family(recorded_ops(model, inputs)) == "matmul_softmax"
     assert family("level2/66_Matmul_Dropout_Softmax.py") == "matmul_softmax"
     assert family("level1/23_Softmax.py") == "softmax"
     assert family("level1/24_LogSoftmax.py") == "log_softmax"
@@ -110,8 +109,8 @@ def test_catalog_problems_keep_their_families():
         namespace: dict = {"__name__": "catalog_problem"}
         exec(compile(entry.source, entry.filename, "exec"), namespace)
         model, inputs = build(namespace)  # meta: the CUDA-sized ones allocate nothing
-        assert problems.detect_family(recorded_ops(model, inputs)) == entry.family, entry.key
-        assert problems.flop_facts(model, inputs)["family"] == entry.family, entry.key
+        assert facts.detect_family(recorded_ops(model, inputs)) == entry.family, entry.key
+        assert facts.flop_facts(model, inputs)["family"] == entry.family, entry.key
 
 
 # --- FLOPs --------------------------------------------------------------------------------------
@@ -127,19 +126,19 @@ def test_catalog_problems_keep_their_families():
 ])
 def test_dense_problems_count_what_pytorch_counts(relative):
     model, inputs = build(load(relative))
-    facts = problems.flop_facts(model, inputs)
-    assert facts["flops"] == facts["flops_as_written"] == pytorch_flops(model, inputs) > 0
-    assert facts["flops_upper_bound"] is False
+    found = facts.flop_facts(model, inputs)
+    assert found["flops"] == found["flops_as_written"] == pytorch_flops(model, inputs) > 0
+    assert found["flops_upper_bound"] is False
 
 
 def test_triu_of_a_product_counts_the_upper_triangle_at_the_real_shape():
     n = 4096  # the problem's own N; on meta, values unknown: every product of the kept triangle counts
     model, inputs = build(load("level1/14_Matmul_for_upper_triangular_matrices.py"))
     assert inputs[0].shape == (n, n)
-    facts = problems.flop_facts(model, inputs)
-    assert facts["flops_as_written"] == 2 * n ** 3 == pytorch_flops(model, inputs)  # 137 GFLOP
-    assert facts["flops"] == n * n * (n + 1)  # n(n+1)/2 outputs, 2n each: 68.7 GFLOP
-    assert problems.count_flops(model, inputs) == facts["flops"]
+    found = facts.flop_facts(model, inputs)
+    assert found["flops_as_written"] == 2 * n ** 3 == pytorch_flops(model, inputs)  # 137 GFLOP
+    assert found["flops"] == n * n * (n + 1)  # n(n+1)/2 outputs, 2n each: 68.7 GFLOP
+    assert facts.count_flops(model, inputs) == found["flops"]
 
 
 @pytest.mark.parametrize("relative", [
@@ -149,14 +148,14 @@ def test_triu_of_a_product_counts_the_upper_triangle_at_the_real_shape():
 def test_triangular_operands_count_only_their_nonzero_products(relative):
     n = 96
     model, inputs = build(load(relative, N=n, M=n), device="cpu")  # 15 calls its size M
-    facts = problems.flop_facts(model, inputs)
+    found = facts.flop_facts(model, inputs)
     # C[i, j] = sum over k between i and j of A[i, k] B[k, j]: n(n+1)(n+2)/6 multiply-adds. At the
     # problem's N = 4096 that is 22.9 GFLOP (about 23), not the 137 counted as written.
-    assert facts["flops"] == n * (n + 1) * (n + 2) // 3
-    assert facts["flops_as_written"] == 2 * n ** 3
-    assert facts["flops_upper_bound"] is True  # two bounds met: the figure may still be above the need
+    assert found["flops"] == n * (n + 1) * (n + 2) // 3
+    assert found["flops_as_written"] == 2 * n ** 3
+    assert found["flops_upper_bound"] is True  # two bounds met: the figure may still be above the need
     dense = [torch.rand(n, n), torch.rand(n, n)]  # the same model on dense inputs: the kept triangle
-    assert problems.flop_facts(model, dense)["flops"] == n * n * (n + 1)
+    assert facts.flop_facts(model, dense)["flops"] == n * n * (n + 1)
 
 
 class _Product(torch.nn.Module):
@@ -183,11 +182,11 @@ class _Product(torch.nn.Module):
 ])
 def test_work_the_output_never_uses_is_not_counted(use, useful, written, upper):
     a, b = torch.randn(32, 16), torch.randn(16, 64)
-    facts = problems.flop_facts(_Product(use), [a, b])
+    found = facts.flop_facts(_Product(use), [a, b])
     one = 2 * 32 * 16 * 64
-    assert facts["flops_as_written"] == written * one
-    assert facts["flops"] == pytest.approx(useful * one, abs=1)
-    assert facts["flops_upper_bound"] is upper
+    assert found["flops_as_written"] == written * one
+    assert found["flops"] == pytest.approx(useful * one, abs=1)
+    assert found["flops_upper_bound"] is upper
 
 
 def test_a_product_only_python_reads_still_counts():
@@ -196,7 +195,7 @@ def test_a_product_only_python_reads_still_counts():
             return a * 2 if float((a @ b).sum()) > 0 else a * 3
 
     a, b = torch.rand(8, 8), torch.rand(8, 8)
-    assert problems.count_flops(Branch(), [a, b]) == 2 * 8 ** 3
+    assert facts.count_flops(Branch(), [a, b]) == 2 * 8 ** 3
 
 
 def test_a_write_through_a_view_counts_everything():
@@ -207,31 +206,31 @@ def test_a_write_through_a_view_counts_everything():
             return out
 
     a, b = torch.rand(8, 4), torch.rand(4, 8)
-    facts = problems.flop_facts(Scatter(), [a, b])
-    assert facts["flops"] == facts["flops_as_written"] == 2 * 8 * 4 * 8
+    found = facts.flop_facts(Scatter(), [a, b])
+    assert found["flops"] == found["flops_as_written"] == 2 * 8 * 4 * 8
 
 
 def test_causal_mask_halves_the_attention_scores():
     namespace = load("level3/43_MinGPTCausalAttention.py", batch_size=2, seq_len=32, max_seqlen=32, n_embd=64,
                      n_head=4)
     model, inputs = build(namespace, device="cpu")
-    facts = problems.flop_facts(model, inputs)
+    found = facts.flop_facts(model, inputs)
     b, t, c = 2, 32, 64
     linears = 2 * b * t * c * 3 * c + 2 * b * t * c * c
     scores = 2 * b * t * t * c  # q @ k^T over all heads; att @ v costs the same
-    assert facts["flops_as_written"] == linears + 2 * scores
+    assert found["flops_as_written"] == linears + 2 * scores
     kept = (t + 1) / (2 * t)  # the lower triangle, diagonal included
-    assert facts["flops"] == pytest.approx(linears + 2 * scores * kept, rel=1e-9)
-    assert facts["values_known"] is True and facts["flops_upper_bound"] is False
+    assert found["flops"] == pytest.approx(linears + 2 * scores * kept, rel=1e-9)
+    assert found["values_known"] is True and found["flops_upper_bound"] is False
 
 
 def test_a_mask_on_the_meta_device_makes_the_figure_an_upper_bound():
     namespace = load("level3/43_MinGPTCausalAttention.py")
-    facts = problems.flop_facts(*build(namespace))  # the real shape: values unknown
-    assert facts["values_known"] is False
-    assert facts["flops"] == facts["flops_as_written"]
-    assert facts["flops_upper_bound"] is True
-    dense = problems.flop_facts(*build(load("level1/1_Square_matrix_multiplication_.py")))
+    found = facts.flop_facts(*build(namespace))  # the real shape: values unknown
+    assert found["values_known"] is False
+    assert found["flops"] == found["flops_as_written"]
+    assert found["flops_upper_bound"] is True
+    dense = facts.flop_facts(*build(load("level1/1_Square_matrix_multiplication_.py")))
     assert dense["values_known"] is False and dense["flops_upper_bound"] is False
 
 
@@ -240,9 +239,9 @@ def test_nonzero_counts_in_chunks_match_count_nonzero():
     x[x.abs() < 0.5] = 0
     for dim in (0, 1, -1, -2):
         expected = torch.count_nonzero(x, dim=dim)
-        assert torch.equal(problems._count_nonzero(x, dim, chunk_elements=64), expected)
+        assert torch.equal(facts._count_nonzero(x, dim, chunk_elements=64), expected)
     batched = torch.stack([x, x * 0, torch.ones_like(x)])
-    assert torch.equal(problems._count_nonzero(batched, -2, chunk_elements=64), torch.count_nonzero(batched, dim=-2))
+    assert torch.equal(facts._count_nonzero(batched, -2, chunk_elements=64), torch.count_nonzero(batched, dim=-2))
 
 
 # --- speed of light -----------------------------------------------------------------------------
