@@ -177,7 +177,11 @@ static inline vf vmax(vf a, vf b) { return (vf)_mm256_max_ps((__m256)a, (__m256)
 #else
 static inline vf vmax(vf a, vf b) { return vselect(a > b, a, b); }
 #endif
+#if defined(__AVX512F__)
+static inline vd vload_d(const float* p) { return (vd)_mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+#else
 static inline vd vload_d(const float* p) { return __builtin_convertvector(*(const vfh_u*)p, vd); }
+#endif
 static inline float vsum(vf v) { float s = 0.0f; for (int l = 0; l < VL; ++l) s += v[l]; return s; }
 static inline double vsum_d(vd v) { double s = 0.0; for (int l = 0; l < VL / 2; ++l) s += v[l]; return s; }
 static inline float vmaxall(vf v) { float m = v[0]; for (int l = 1; l < VL; ++l) m = v[l] > m ? v[l] : m; return m; }
