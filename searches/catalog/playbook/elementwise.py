@@ -38,6 +38,65 @@ DEVICE_FN float clamp_f(float a, float lo, float hi) { return a < lo ? lo : (a >
 '''
 
 
+# CPU kernels whose parameters set INLINE_MATH get branch-free inline versions of erff and expf
+# in op(), so the `omp simd` loop vectorises (libm's scalar calls would keep it scalar).
+# erf: |x| < 2 as x * P(x^2) (degree 8, relative error ~2e-7), 2 <= |x| <= 4 as Q(|x|) (degree 9,
+# absolute error ~1e-7), 1 beyond (float erf rounds to 1 there); Chebyshev fits, Horner in the
+# interval's centred variable. exp: Cody-Waite reduction, degree-6 polynomial, 2^k in the exponent.
+C_INLINE_MATH = r"""
+#if INLINE_MATH
+static inline float erf_inline(float x) {
+    float a = fabsf(x);
+    float u = x * x * 0.5f - 1.0f;
+    float p = 7.824951899e-05f;
+    p = p * u - 3.679524234e-04f;
+    p = p * u + 1.399372471e-03f;
+    p = p * u - 5.209906958e-03f;
+    p = p * u + 1.713040099e-02f;
+    p = p * u - 4.866976291e-02f;
+    p = p * u + 1.194788814e-01f;
+    p = p * u - 2.611113489e-01f;
+    p = p * u + 6.749332547e-01f;
+    float b = (a > 4.0f ? 4.0f : a) - 3.0f;
+    float q = -1.413752943e-05f;
+    q = q * b - 8.582937880e-05f;
+    q = q * b + 4.179115640e-04f;
+    q = q * b - 7.833822747e-04f;
+    q = q * b + 1.004759688e-03f;
+    q = q * b - 1.027796417e-03f;
+    q = q * b + 7.911855937e-04f;
+    q = q * b - 4.198629467e-04f;
+    q = q * b + 1.391495025e-04f;
+    q = q * b + 9.999779463e-01f;
+    return a < 2.0f ? x * p : copysignf(q, x);
+}
+static inline float exp_inline(float x) {
+    float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    float t = c * 1.44269504088896341f + 12582912.0f;
+    float k = t - 12582912.0f;
+    int32_t tb, sb;
+    memcpy(&tb, &t, sizeof tb);
+    float r = c - k * 0.693359375f;
+    r = r + k * 2.12194440e-4f;
+    float p = 1.394858118e-3f;
+    p = p * r + 8.375128731e-3f;
+    p = p * r + 4.166621715e-2f;
+    p = p * r + 1.666641533e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    sb = (tb - 0x4B400000 + 127) << 23;
+    float scale;
+    memcpy(&scale, &sb, sizeof scale);
+    float e = p * scale;
+    return x > 88.72f ? INFINITY : (x < -87.3f ? 0.0f : e);
+}
+#define erff erf_inline
+#define expf exp_inline
+#endif
+"""
+
+
 def _literal(value) -> str:
     return f"{float(value)!r}f".replace("inff", "INFINITY")
 
@@ -142,7 +201,7 @@ def read(shape) -> dict:
 
 
 def device_code(facts: dict) -> str:
-    return HELPERS + f"DEVICE_FN float op(float v) {{\n    {facts['body']}\n}}\n"
+    return C_INLINE_MATH + HELPERS + f"DEVICE_FN float op(float v) {{\n    {facts['body']}\n}}\n"
 
 
 def forward(facts: dict, launch: str) -> str:
@@ -186,6 +245,13 @@ CPU = (
            "contiguous ranges (good for prefetching) and asks for vector lanes within each (libm calls without a "
            "vector form stay scalar). The second variant keeps one thread and only vectorises.",
            ({"parallel": 1, "simd": 1}, {"parallel": 0, "simd": 1}), _cpu),
+    Recipe("inline_vector_math", "Inline branch-free erf and exp so the SIMD loop really vectorises",
+           "A loop that calls libm's erff or expf stays scalar whatever the pragma says. Swap them for inline, "
+           "branch-free versions the compiler turns into vector code (AVX-512 on this host): erf from two "
+           "Chebyshev-fitted polynomials (x * P(x^2) below 2, Q(|x|) up to 4, then 1; ~2e-7), exp by Cody-Waite "
+           "range reduction and a degree-6 polynomial with 2^k built in the exponent bits. One thread, "
+           "contiguous, the output written once.",
+           ({"parallel": 0, "simd": 1, "inline_math": 1},), _cpu),
 )
 
 # -- CUDA ----------------------------------------------------------------------------------
