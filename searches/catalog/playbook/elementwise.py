@@ -41,7 +41,7 @@ DEVICE_FN float clamp_f(float a, float lo, float hi) { return a < lo ? lo : (a >
 # CPU kernels whose parameters set INLINE_MATH get branch-free inline versions of erff and expf
 # in op(), so the `omp simd` loop vectorises (libm's scalar calls would keep it scalar).
 # erf: |x| < 2 as x * P(x^2) (degree 8, relative error ~2e-7), 2 <= |x| <= 4 as Q(|x|) (degree 9,
-# absolute error ~1e-7), 1 beyond (float erf rounds to 1 there); Chebyshev fits, Horner in the
+# absolute error ~1e-7), 1 beyond 3.92 (float erf rounds to 1 there); Chebyshev fits, Horner in the
 # interval's centred variable. exp: Cody-Waite reduction, degree-6 polynomial, 2^k in the exponent.
 C_INLINE_MATH = r"""
 #if INLINE_MATH
@@ -68,7 +68,7 @@ static inline float erf_inline(float x) {
     q = q * b - 4.198629467e-04f;
     q = q * b + 1.391495025e-04f;
     q = q * b + 9.999779463e-01f;
-    return a < 2.0f ? x * p : copysignf(q, x);
+    return a < 2.0f ? x * p : copysignf(a > 3.92f ? 1.0f : q, x);
 }
 static inline float exp_inline(float x) {
     float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
