@@ -111,17 +111,43 @@ void layernorm(const float* x, const float* w, const float* b, float* y, i64 row
 }
 '''
 
-# Explicit SIMD (prelude.C_SIMD), statistics in double vectors. ONE_PASS=0: mean, then the mean
-# of squared deviations from it (two sweeps over the row, which stays in L2). ONE_PASS=1: one
-# sweep for the sums of d = x - x[0] and d^2 in double; shifting by a sample of the row keeps
-# var = E[d^2] - E[d]^2 free of cancellation (exact differences at large offsets).
+# Explicit SIMD (prelude.C_SIMD). ONE_PASS=0: mean, then the mean of squared deviations from it,
+# in double vectors (two sweeps over the row, which stays in L2). ONE_PASS=1: one sweep for the
+# sums of d = x - x[0] and d^2 in double; shifting by a sample of the row keeps
+# var = E[d^2] - E[d]^2 free of cancellation (exact differences at large offsets). ONE_PASS=2:
+# the same sums in float vectors over chunks, merged in double.
 _C_VEC = r'''
 static inline vd vsplat_d(double a) { return (vd){0} + a; }
 
 static void row_stats_v(const float* x, i64 n, double* mean_out, double* var_out) {
     const int H = VL / 2;
     i64 i = 0;
-#if ONE_PASS
+#if ONE_PASS == 2
+    /* float vectors within chunks of 64 values per lane pair, widened and merged into double
+       vectors per chunk: half the conversions of all-double sums, still no long float sums */
+    float shift = x[0];
+    vf sh = vsplat(shift);
+    vd S = vsplat_d(0.0), Q = S;
+    for (; i + 4 * VL <= n;) {
+        vf s0 = vsplat(0.0f), s1 = s0, q0 = s0, q1 = s0;
+        i64 end = n - i >= 64 * VL ? i + 64 * VL : i + (n - i) / (4 * VL) * (4 * VL);
+        for (; i < end; i += 4 * VL) {
+            vf d0 = vload(x + i) - sh, d1 = vload(x + i + VL) - sh;
+            vf d2 = vload(x + i + 2 * VL) - sh, d3 = vload(x + i + 3 * VL) - sh;
+            s0 += d0 + d2; s1 += d1 + d3;
+            q0 += d0 * d0; q1 += d1 * d1; q0 += d2 * d2; q1 += d3 * d3;
+        }
+        float t[VL];
+        vstore(t, s0 + s1); S += vload_d(t) + vload_d(t + H);
+        vstore(t, q0 + q1); Q += vload_d(t) + vload_d(t + H);
+    }
+    double s = vsum_d(S), q = vsum_d(Q);
+    for (; i < n; ++i) { double d = (double)x[i] - shift; s += d; q += d * d; }
+    double md = s / n;
+    *mean_out = shift + md;
+    double var = q / n - md * md;
+    *var_out = var > 0.0 ? var : 0.0;
+#elif ONE_PASS
     double shift = x[0];
     vd sh = vsplat_d(shift), s0 = vsplat_d(0.0), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
@@ -222,10 +248,13 @@ CPU = (
            "Write the vectors out (GCC vector types as wide as the host's registers: AVX-512, AVX2 or SSE at "
            "compile time) instead of hoping the double reductions auto-vectorise: floats widen to double vectors "
            "for the sums, and the output pass is one sweep of (x - mean_hi - mean_lo) * rstd * w + b. The row "
-           "stays in L2. Variants: two-pass statistics (mean, then squared deviations), or one pass over "
-           "d = x - x[0] with sum and sum of squares in double, where shifting by a sample of the row removes "
-           "the cancellation of E[d^2] - E[d]^2; the third also prefetches the next row while writing this one.",
-           ({"one_pass": 1, "prefetch": 0}, {"one_pass": 0, "prefetch": 0}, {"one_pass": 1, "prefetch": 1}),
+           "stays in L2. Variants: one pass over d = x - x[0] for the sum and the sum of squares (shifting by a "
+           "sample of the row removes the cancellation of E[d^2] - E[d]^2 and makes the differences exact at "
+           "large offsets), summed in float vectors over chunks of 1024 values and merged in double (with and "
+           "without prefetching the next row while writing this one), or summed in double throughout; or "
+           "two-pass statistics (mean, then squared deviations) in double.",
+           ({"one_pass": 2, "prefetch": 1}, {"one_pass": 2, "prefetch": 0}, {"one_pass": 1, "prefetch": 0},
+            {"one_pass": 0, "prefetch": 0}),
            lambda params: Parts(prelude.C_SIMD + _C_VEC, _CPU_LAUNCH)),
 )
 
