@@ -250,10 +250,10 @@ CPU = (
            "for the sums, and the output pass is one sweep of (x - mean_hi - mean_lo) * rstd * w + b. The row "
            "stays in L2. Variants: one pass over d = x - x[0] for the sum and the sum of squares (shifting by a "
            "sample of the row removes the cancellation of E[d^2] - E[d]^2 and makes the differences exact at "
-           "large offsets), summed in float vectors over chunks of 1024 values and merged in double (with and "
-           "without prefetching the next row while writing this one), or summed in double throughout; or "
+           "large offsets), summed in float vectors over chunks of 1024 values and merged in double (without and "
+           "with prefetching the next row while writing this one), or summed in double throughout; or "
            "two-pass statistics (mean, then squared deviations) in double.",
-           ({"one_pass": 2, "prefetch": 1}, {"one_pass": 2, "prefetch": 0}, {"one_pass": 1, "prefetch": 0},
+           ({"one_pass": 2, "prefetch": 0}, {"one_pass": 2, "prefetch": 1}, {"one_pass": 1, "prefetch": 0},
             {"one_pass": 0, "prefetch": 0}),
            lambda params: Parts(prelude.C_SIMD + _C_VEC, _CPU_LAUNCH)),
 )
