@@ -38,6 +38,61 @@ DEVICE_FN float clamp_f(float a, float lo, float hi) { return a < lo ? lo : (a >
 '''
 
 
+# CPU kernels whose parameters set INLINE_MATH get branch-free inline versions of erff and expf
+# in op(), so the `omp simd` loop vectorises (libm's scalar calls would keep it scalar).
+# erf: one degree-13 polynomial in |x| on [0, 3.92] (Chebyshev fit, Horner in the centred variable,
+# absolute error ~2.6e-6, also at 0; GELU's err ~0.03 of the fp32 tolerance), 1 beyond (float erf
+# rounds to 1 there). Measured on GELU 256x4096: degree 15 (2.5e-7) was level with eager PyTorch, a split
+# x * P(x^2) + Q(|x|) (2e-7) 10% slower still; at this size compute and memory take about half the
+# time each. exp: Cody-Waite reduction, degree-6 polynomial, 2^k in the exponent.
+C_INLINE_MATH = r"""
+#if INLINE_MATH
+static inline float erf_inline(float x) {
+    float a = fabsf(x);
+    float u = (a > 3.92f ? 3.92f : a) * 0.5102040816f - 1.0f;
+    float p = -1.911908388e-02f;
+    p = p * u + 5.108139664e-02f;
+    p = p * u + 4.003736377e-02f;
+    p = p * u - 2.252807617e-01f;
+    p = p * u + 1.121753082e-01f;
+    p = p * u + 3.145585358e-01f;
+    p = p * u - 4.646417201e-01f;
+    p = p * u + 9.632534534e-02f;
+    p = p * u + 3.784925640e-01f;
+    p = p * u - 5.489316583e-01f;
+    p = p * u + 4.055797160e-01f;
+    p = p * u - 1.821759790e-01f;
+    p = p * u + 4.747498408e-02f;
+    p = p * u + 9.944247603e-01f;
+    return copysignf(p > 1.0f ? 1.0f : p, x);
+}
+static inline float exp_inline(float x) {
+    float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    float t = c * 1.44269504088896341f + 12582912.0f;
+    float k = t - 12582912.0f;
+    int32_t tb, sb;
+    memcpy(&tb, &t, sizeof tb);
+    float r = c - k * 0.693359375f;
+    r = r + k * 2.12194440e-4f;
+    float p = 1.394858118e-3f;
+    p = p * r + 8.375128731e-3f;
+    p = p * r + 4.166621715e-2f;
+    p = p * r + 1.666641533e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    sb = (tb - 0x4B400000 + 127) << 23;
+    float scale;
+    memcpy(&scale, &sb, sizeof scale);
+    float e = p * scale;
+    return x > 88.72f ? INFINITY : (x < -87.3f ? 0.0f : e);
+}
+#define erff erf_inline
+#define expf exp_inline
+#endif
+"""
+
+
 def _literal(value) -> str:
     return f"{float(value)!r}f".replace("inff", "INFINITY")
 
@@ -142,7 +197,7 @@ def read(shape) -> dict:
 
 
 def device_code(facts: dict) -> str:
-    return HELPERS + f"DEVICE_FN float op(float v) {{\n    {facts['body']}\n}}\n"
+    return C_INLINE_MATH + HELPERS + f"DEVICE_FN float op(float v) {{\n    {facts['body']}\n}}\n"
 
 
 def forward(facts: dict, launch: str) -> str:
@@ -161,6 +216,22 @@ return y
 # -- CPU -----------------------------------------------------------------------------------
 
 _C = r'''
+#if PREFETCH
+/* PREFETCH: blocks of 256 values, each first requesting the input PREFETCH values ahead (one
+   request per cache line; prefetches past the end are harmless), so memory streams in while the
+   vector loop computes. */
+void elementwise(const float* x, float* y, i64 n) {
+    i64 i = 0;
+    for (; i + 256 <= n; i += 256) {
+        for (int j = 0; j < 256; j += 16) __builtin_prefetch(x + i + PREFETCH + j, 0, 3);
+        const float* xb = x + i;
+        float* yb = y + i;
+        #pragma omp simd
+        for (int j = 0; j < 256; ++j) yb[j] = op(xb[j]);
+    }
+    for (; i < n; ++i) y[i] = op(x[i]);
+}
+#else
 void elementwise(const float* x, float* y, i64 n) {
 #if PARALLEL
     #pragma omp parallel for simd schedule(static)
@@ -169,11 +240,15 @@ void elementwise(const float* x, float* y, i64 n) {
 #endif
     for (i64 i = 0; i < n; ++i) y[i] = op(x[i]);
 }
+#endif
 '''
 
 
 def _cpu(params):
     flags = ("-fopenmp",) if params["parallel"] else ("-fopenmp-simd",) if params["simd"] else ("-fno-tree-vectorize",)
+    if params.get("inline_math"):
+        # lets GCC if-convert the selects without AVX-512 masks (AVX2 hosts); no result changes
+        flags += ("-fno-trapping-math",)
     return Parts(_C, "_launch('elementwise', _ptr(x), _ptr(y), _n(n))", flags=flags)
 
 
@@ -186,6 +261,15 @@ CPU = (
            "contiguous ranges (good for prefetching) and asks for vector lanes within each (libm calls without a "
            "vector form stay scalar). The second variant keeps one thread and only vectorises.",
            ({"parallel": 1, "simd": 1}, {"parallel": 0, "simd": 1}), _cpu),
+    Recipe("inline_vector_math", "Inline branch-free erf and exp so the SIMD loop really vectorises",
+           "A loop that calls libm's erff or expf stays scalar whatever the pragma says. Swap them for inline, "
+           "branch-free versions the compiler turns into vector code (AVX-512 on this host): erf from one "
+           "Chebyshev-fitted polynomial of degree 13 on [0, 3.92], then 1 (~2.6e-6), exp by Cody-Waite "
+           "range reduction and a degree-6 polynomial with 2^k built in the exponent bits. One thread, "
+           "contiguous, the output written once; the first variant works in blocks of 256 values and "
+           "prefetches the input 8 KB ahead, since at this size memory and compute each take about half the time.",
+           ({"parallel": 0, "simd": 1, "inline_math": 1, "prefetch": 2048},
+            {"parallel": 0, "simd": 1, "inline_math": 1, "prefetch": 0}), _cpu),
 )
 
 # -- CUDA ----------------------------------------------------------------------------------
