@@ -74,8 +74,8 @@ out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), ideas=
 
 def board_extras(stack, seeded: dict) -> dict:
     """What a real board holds beside one search: a paused fork carrying copies of its path (as
-    the fork service copies them), a hand-written kernel slower than eager, and one stalled
-    timing sample on the fastest kernel."""
+    the fork service copies them), a hand-written kernel slower than eager, a round that ranked
+    nothing, and one stalled timing sample on the "faster" kernel."""
     return run(stack, f"""
 from searches.models import BenchmarkRun, Kernel, Search
 s = Search.objects.get(code={seeded['search']!r})
@@ -86,6 +86,11 @@ for original in Kernel.objects.filter(search=s, status="correct").order_by("id")
 # Its own source: dashboard_data's counter restarts in each seeding process, so defaults repeat.
 d.kernel(problem=s.problem, origin="user", author=owner, median_ms=1.3, name="hand-written attempt",
          source=s.kernels.get(name="seed kernel").source + "  # unrolled by hand")
+# Round 3 ranked nothing (one crash), round 4 did: the speedup chart shows the gap.
+faster = s.kernels.get(name="faster kernel")
+d.kernel(problem=s.problem, search=s, parent=faster, round=3, status="crashed", name="crashed in round 3")
+d.kernel(problem=s.problem, search=s, parent=faster, round=4, median_ms=0.2, name="round 4 kernel",
+         source=faster.source + "  # round 4")
 run = BenchmarkRun.objects.get(kernel__code={seeded['faster']!r})
 run.timing = {{**run.timing, "samples_ms": run.timing["samples_ms"][:49] + [4.19]}}
 run.save()
