@@ -50,6 +50,9 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "" if PRODUCTION else "*").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# The public address share links are written with (behind a proxy the request's host is an
+# internal one); empty: the host the request came to.
+KERNELLAB_BASE_URL = env_str("KERNELLAB_BASE_URL").rstrip("/")
 DATA_DIR = Path(env_str("KERNELLAB_DATA_DIR", str(BASE_DIR / "var")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 

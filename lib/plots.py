@@ -6,13 +6,15 @@ from html import escape
 
 
 def speedup_chart(series: list[dict], *, width: int = 520, height: int = 200) -> str:
-    """Best speedup vs eager and vs torch.compile found up to each round."""
-    points = [(s["round"], s["eager"], s["compile"]) for s in series]
-    values = [v for _, e, c in points for v in (e, c) if v is not None]
+    """Best speedup vs eager and vs torch.compile found up to each round. A round with no ranked
+    kernel (`ranked` 0) breaks the lines instead of carrying the best across it flat, which would
+    read as a round that ran and found nothing better; its label is dimmed."""
+    points = [(s["round"], s["eager"], s["compile"], s.get("ranked", 1)) for s in series]
+    values = [v for _, e, c, _ in points for v in (e, c) if v is not None]
     if not values:
         return ""
     left, right, top, bottom = 44, 12, 12, 28
-    x_max = max(1, max(r for r, _, _ in points))
+    x_max = max(1, max(p[0] for p in points))
     y_max = max(1.2, max(values) * 1.1)
 
     def x(r):
@@ -27,53 +29,98 @@ def speedup_chart(series: list[dict], *, width: int = 520, height: int = 200) ->
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
                      f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(1):.1f}" y2="{y(1):.1f}" class="parity"/>')
-    for r, _, _ in points:
-        parts.append(f'<text x="{x(r):.1f}" y="{height - 8}" text-anchor="middle">R{r}</text>')
+    for r, _, _, ranked in points:
+        empty = ' class="empty-round"' if not ranked else ""
+        parts.append(f'<text{empty} x="{x(r):.1f}" y="{height - 8}" text-anchor="middle">R{r}</text>')
     for key, index in (("eager", 1), ("compile", 2)):
-        coords = [(x(p[0]), y(p[index])) for p in points if p[index] is not None]
-        if coords:
-            path = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
-            parts.append(f'<polyline class="line-{key}" points="{path}"/>')
+        segments, current = [], []
+        for p in points:
+            if p[3] and p[index] is not None:
+                current.append((x(p[0]), y(p[index])))
+            elif current:
+                segments.append(current)
+                current = []
+        segments += [current] if current else []
+        for coords in segments:
+            if len(coords) > 1:
+                path = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
+                parts.append(f'<polyline class="line-{key}" points="{path}"/>')
             parts.extend(f'<circle class="dot-{key}" cx="{cx:.1f}" cy="{cy:.1f}" r="3"/>' for cx, cy in coords)
     parts.append("</svg>")
     return "".join(parts)
 
 
-def timing_chart(timing: dict | None, *, width: int = 420, height: int = 120, bins: int = 24) -> str:
-    """Histogram of the timed samples, with the median and the 95% interval marked."""
-    samples = [s for s in (timing or {}).get("samples_ms") or [] if isinstance(s, (int, float)) and math.isfinite(s)]
+def _quantile(ordered: list[float], q: float) -> float:
+    pos = (len(ordered) - 1) * q
+    i = int(pos)
+    return ordered[i] + (ordered[min(i + 1, len(ordered) - 1)] - ordered[i]) * (pos - i)
+
+
+def timing_chart(timing: dict | None, *, width: int = 420, height: int = 132, bins: int = 24) -> str:
+    """Histogram of the timed samples, with the median and the 95% interval marked, and a caption.
+
+    The bins span the body only: samples beyond the Tukey fences (Q1 - 3 IQR, Q3 + 3 IQR) are
+    drawn as a separate, marked bar on their side with their count, so one 4 ms stall among
+    0.3 ms runs cannot squeeze every other run into one bar."""
+    samples = sorted(s for s in (timing or {}).get("samples_ms") or []
+                     if isinstance(s, (int, float)) and math.isfinite(s))
     if len(samples) < 2:
         return ""
-    lo, hi = min(samples), max(samples)
+    q1, q3 = _quantile(samples, 0.25), _quantile(samples, 0.75)
+    low_fence, high_fence = q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)
+    body = [s for s in samples if low_fence <= s <= high_fence]
+    low_out = [s for s in samples if s < low_fence]
+    high_out = [s for s in samples if s > high_fence]
+    lo, hi = body[0], body[-1]
     span = (hi - lo) or max(abs(hi) * 0.01, 1e-9)
     counts = [0] * bins
-    for s in samples:
+    for s in body:
         counts[min(bins - 1, int((s - lo) / span * bins))] += 1
-    left, right, top, bottom = 8, 8, 8, 22
-    plot_w, plot_h = width - left - right, height - top - bottom
-    bar_w = plot_w / bins
-    peak = max(counts)
+    left, right, top, bottom = 8, 8, 18, 22
+    side = 34  # room for an outlier bar, with a gap that says "the axis breaks here"
+    body_left = left + (side if low_out else 0)
+    body_w = width - body_left - right - (side if high_out else 0)
+    plot_h = height - top - bottom
+    bar_w = body_w / bins
+    peak = max(counts + [len(low_out), len(high_out)])
 
     def x(v):
-        return left + plot_w * (v - lo) / span
+        return body_left + body_w * (v - lo) / span
 
     parts = [f'<svg class="chart timing" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-             f'aria-label="Distribution of {len(samples)} timed runs">']
+             f'aria-label="Distribution of {len(samples)} timed runs, {len(low_out) + len(high_out)} outliers">']
     ci = timing.get("ci95_ms")
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
-        x0, x1 = max(left, x(ci[0])), min(width - right, x(ci[1]))
-        parts.append(f'<rect class="ci" x="{x0:.1f}" y="{top}" width="{max(1.0, x1 - x0):.1f}" height="{plot_h}"/>')
+        x0, x1 = max(body_left, x(ci[0])), min(body_left + body_w, x(ci[1]))
+        if x1 >= x0:  # an interval wholly among the outliers is not drawn over the body
+            parts.append(f'<rect class="ci" x="{x0:.1f}" y="{top}" width="{max(1.0, x1 - x0):.1f}" height="{plot_h}"/>')
     for i, count in enumerate(counts):
         if count:
             h = plot_h * count / peak
-            parts.append(f'<rect class="bar" x="{left + i * bar_w:.1f}" y="{top + plot_h - h:.1f}" '
+            parts.append(f'<rect class="bar" x="{body_left + i * bar_w:.1f}" y="{top + plot_h - h:.1f}" '
                          f'width="{max(1.0, bar_w - 1):.1f}" height="{h:.1f}"/>')
+    for group, bar_x, anchor in ((low_out, left, "start"), (high_out, width - right - side + 10, "end")):
+        if group:
+            h = max(2.0, plot_h * len(group) / peak)
+            far = group[0] if group is low_out else group[-1]
+            parts.append(f'<rect class="bar outlier" x="{bar_x:.1f}" y="{top + plot_h - h:.1f}" width="{side - 10}" '
+                         f'height="{h:.1f}"><title>{len(group)} outlier(s), out to {escape(f"{far:.4g}")} ms</title></rect>'
+                         f'<text class="outlier-count" x="{bar_x + (side - 10) / 2:.1f}" y="{top + plot_h - h - 4:.1f}" '
+                         f'text-anchor="middle">{len(group)}</text>'
+                         f'<text x="{(bar_x if anchor == "start" else bar_x + side - 10):.1f}" y="{height - 6}" '
+                         f'text-anchor="{anchor}">{escape(f"{far:.3g}")}</text>')
     median = timing.get("median_ms")
-    if isinstance(median, (int, float)):
+    if isinstance(median, (int, float)) and lo <= median <= hi:
         parts.append(f'<line class="median" x1="{x(median):.1f}" x2="{x(median):.1f}" y1="{top}" y2="{top + plot_h}"/>')
-    parts.append(f'<text x="{left}" y="{height - 6}">{escape(f"{lo:.4g}")} ms</text>'
-                 f'<text x="{width - right}" y="{height - 6}" text-anchor="end">{escape(f"{hi:.4g}")} ms</text></svg>')
-    return "".join(parts)
+    parts.append(f'<text x="{body_left}" y="{height - 6}">{escape(f"{lo:.4g}")} ms</text>'
+                 f'<text x="{body_left + body_w}" y="{height - 6}" text-anchor="end">{escape(f"{hi:.4g}")} ms</text></svg>')
+    outliers = len(low_out) + len(high_out)
+    note = (f"; {outliers} outlier{'s' if outliers != 1 else ''} beyond Q3 + 3×IQR (or below Q1 − 3×IQR) in the "
+            f"separate red bar{'s' if low_out and high_out else ''}, so the body keeps its shape" if outliers
+            else "; no outlier beyond Q3 + 3×IQR")
+    caption = (f"How long each of the {len(samples)} timed runs took: red line the median, shaded band its 95% "
+               f"interval{note}.")
+    return f'<figure class="timing-figure">{"".join(parts)}<figcaption class="chart-note">{escape(caption)}</figcaption></figure>'
 
 
 def _ticks(y_max: float) -> list[float]:

@@ -51,5 +51,6 @@ urlpatterns += [
     path("problems/<uuid:code>/leaderboard/share/", share.share_leaderboard, name="share_leaderboard"),
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
+    path("s/<str:token>/kernels/<uuid:code>/", share.shared_kernel, name="shared_kernel"),
     path("docs/<slug:name>/", doc_page, name="doc"),
 ]

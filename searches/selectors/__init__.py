@@ -46,4 +46,5 @@ from .sharing import (  # noqa: F401
     share_token_hash,
     share_link_by_token,
     share_links_for,
+    share_link_shows_kernel,
 )

@@ -1,11 +1,18 @@
 """Leaderboards: per problem *version* (an exact program: versions of a lineage may change
-shapes or tolerances, so their timings do not compare) and per GPU model (device_name)."""
+shapes or tolerances, so their timings do not compare) and per GPU model (device_name).
+
+A board has one row per distinct kernel source: a fork copies its ancestors' kernels with their
+verdicts, and the same source ranked three times would only push real entries down."""
+
+import hashlib
 
 from django.db.models import Max
 
-from searches.models import Kernel, Problem, Verdict
+from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 
 from .kernels import kernel_is_ranked, speed_of_light
+
+PLAYBOOK_ORIGIN = "playbook: built-in hand-written kernels (no AI)"
 
 
 def leaderboard_devices(*, problem) -> list[str]:
@@ -13,24 +20,93 @@ def leaderboard_devices(*, problem) -> list[str]:
                 .values_list("device_name", flat=True).distinct().order_by("device_name"))
 
 
+def kernel_source_key(source: str) -> str:
+    """Trailing spaces and blank edges do not make a different kernel."""
+    text = "\n".join(line.rstrip() for line in (source or "").strip().splitlines())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def kernel_origin_label(kernel: Kernel) -> str:
+    """Where a kernel came from, in a reader's words: the model, the playbook or a person."""
+    origin, search = kernel.origin, kernel.search if kernel.search_id else None
+    by_llm = search is not None and search.proposer == Search.Proposer.ANTHROPIC
+    model = (search.model if search else "") or "LLM"
+    if origin == Kernel.Origin.LLM:
+        return model
+    if origin == Kernel.Origin.PLAYBOOK:
+        return PLAYBOOK_ORIGIN
+    if origin == Kernel.Origin.USER:
+        return "hand-written"
+    if origin == Kernel.Origin.SEED:
+        return "starting kernel"
+    if origin == Kernel.Origin.REPAIR:
+        return f"{model} (repair)" if by_llm else "playbook (repair)"
+    return "forked copy"
+
+
+def leaderboard_references(*, problem, device_name: str) -> list[dict]:
+    """PyTorch eager and torch.compile on this GPU, from the newest run that timed them there."""
+    run = (BenchmarkRun.objects.filter(kernel__problem=problem, device_name=device_name).exclude(baseline=None)
+           .order_by("-created_at", "-id").only("baseline").first())
+    baseline = (run.baseline if run else None) or (problem.baseline if not device_name else {})
+    refs = []
+    if baseline.get("eager_ms"):
+        refs.append({"label": "PyTorch eager", "median_ms": baseline["eager_ms"]})
+    if baseline.get("compile_ms"):
+        mode = baseline.get("compile_mode")
+        refs.append({"label": "torch.compile" + (f" ({mode})" if mode else ""), "median_ms": baseline["compile_ms"]})
+    return refs
+
+
+def _distinct_by_source(kernels) -> list[Kernel]:
+    """One kernel per source, in the given (fastest-first) order. A group's row is its fastest
+    kernel that is not a fork's copy (the original), carrying the group's other members as
+    `copies`; only-copies groups (the original was deleted) keep their fastest copy."""
+    groups: dict[str, list[Kernel]] = {}
+    for kernel in kernels:
+        groups.setdefault(kernel_source_key(kernel.source), []).append(kernel)
+    rows = []
+    for members in groups.values():
+        head = next((k for k in members if k.origin != Kernel.Origin.FORK), members[0])
+        head.copies = [k for k in members if k is not head]
+        head.origin_label = kernel_origin_label(head)
+        rows.append(head)
+    rows.sort(key=lambda k: (k.median_ms, k.id))
+    return rows
+
+
+def _board_rows(ranked: list[Kernel], references: list[dict]) -> list[dict]:
+    """Ranked kernels with the reference times slotted in where they fall; references get no rank."""
+    rows = [{"kind": "kernel", "rank": rank, "kernel": k, "median_ms": k.median_ms}
+            for rank, k in enumerate(ranked, start=1)]
+    rows += [{"kind": "reference", **ref} for ref in references]
+    rows.sort(key=lambda row: (row["median_ms"], row["kind"] == "kernel"))
+    return rows
+
+
 def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict]:
-    """One board per GPU model (never mixed): ranked entries, then quarantined kernels waiting
-    for a verified rerun and an approval, shown outside the ranking."""
+    """One board per GPU model (never mixed): ranked entries with eager and torch.compile as
+    unranked reference rows, then quarantined kernels waiting for a verified rerun and an
+    approval, shown outside the ranking."""
     devices = [device_name] if device_name else leaderboard_devices(problem=problem)
     boards = []
     for device in devices:
         correct = (Kernel.objects.filter(problem=problem, status=Verdict.CORRECT, device_name=device)
-                   .exclude(median_ms=None).select_related("search", "search__created_by", "author", "approved_by")
+                   .exclude(median_ms=None)
+                   .select_related("search", "search__created_by", "search__forked_from", "author", "approved_by")
                    .order_by("median_ms", "id"))
         ranked, waiting = [], []
-        for kernel in correct[: limit * 4]:
+        for kernel in _distinct_by_source(correct[: limit * 8]):
             kernel.sol = speed_of_light(problem, kernel)
+            kernel.slower_than_eager = kernel.speedup_vs_eager is not None and kernel.speedup_vs_eager < 1
             if kernel_is_ranked(kernel):
                 if len(ranked) < limit:
                     ranked.append(kernel)
             elif len(waiting) < limit:
                 waiting.append(kernel)
-        boards.append({"device_name": device, "ranked": ranked, "quarantined": waiting})
+        references = leaderboard_references(problem=problem, device_name=device)
+        boards.append({"device_name": device, "ranked": ranked, "quarantined": waiting, "references": references,
+                       "rows": _board_rows(ranked, references)})
     return boards
 
 
@@ -55,6 +131,8 @@ def _leaderboard_row(kernel: Kernel, device_name: str, rank: int | None) -> dict
         "verified_rerun": kernel.verified, "quarantined": kernel.quarantined,
         "approved": kernel.approved_by_id is not None,
         "search": str(kernel.search.code) if kernel.search_id else None,
+        "origin": kernel.origin_label, "copies": len(kernel.copies),
+        "slower_than_eager": kernel.slower_than_eager,
         "ran_by": who.get_username() if who else "",
         "evaluated_at": kernel.evaluated_at.isoformat() if kernel.evaluated_at else None,
     }

@@ -116,7 +116,8 @@ def search_best_speedup_by_round(tree: dict, last_round: int) -> list[dict]:
                 best_eager = max(best_eager or 0, k["speedup_vs_eager"])
             if k["speedup_vs_compile"] is not None:
                 best_compile = max(best_compile or 0, k["speedup_vs_compile"])
-        series.append({"round": r, "eager": best_eager, "compile": best_compile})
+        # `ranked`: how many ranked kernels the round itself produced (0: nothing to plot there).
+        series.append({"round": r, "eager": best_eager, "compile": best_compile, "ranked": len(per_round.get(r, []))})
     return series
 
 

@@ -4,6 +4,8 @@ import hashlib
 
 from searches.models import ShareLink
 
+from .leaderboards import leaderboard
+
 
 def share_token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
@@ -20,3 +22,18 @@ def share_link_by_token(token: str) -> ShareLink | None:
 def share_links_for(**target) -> list[ShareLink]:
     """Links pointing at one object, e.g. share_links_for(kernel=k), newest first."""
     return list(ShareLink.objects.filter(**target).select_related("created_by").order_by("-created_at"))
+
+
+def share_link_shows_kernel(link: ShareLink, kernel) -> bool:
+    """Whether a kernel is part of what a link shares, so its token may open the kernel's page:
+    the shared search's kernels, the board's rows, the two compared, the kernel itself."""
+    if link.kind == ShareLink.Kind.SEARCH:
+        return kernel.search_id == link.search_id
+    if link.kind == ShareLink.Kind.KERNEL:
+        return kernel.id == link.kernel_id
+    if link.kind == ShareLink.Kind.COMPARE:
+        return kernel.id in (link.kernel_id, link.other_kernel_id)
+    if kernel.problem_id != link.problem_id:
+        return False
+    boards = leaderboard(problem=link.problem, device_name=link.device_name)
+    return any(kernel.id == k.id for board in boards for k in board["ranked"] + board["quarantined"])

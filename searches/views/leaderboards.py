@@ -12,7 +12,8 @@ from .. import selectors
 from ..models import Problem, ShareLink
 
 EXPORT_COLUMNS = ["rank", "device_name", "kernel", "name", "median_ms", "speedup_vs_eager", "speedup_vs_compile",
-                  "precision", "speed_of_light", "verified_rerun", "quarantined", "approved", "search", "ran_by", "evaluated_at"]
+                  "precision", "speed_of_light", "verified_rerun", "quarantined", "approved", "search", "origin",
+                  "copies", "slower_than_eager", "ran_by", "evaluated_at"]
 
 
 def leaderboard_context(problem: Problem, device_name: str = "", *, shared: bool = False) -> dict:

@@ -60,12 +60,14 @@ def search_new(request, code):
     return render(request, "searches/search/new.html", {"problem": problem, "form": form})
 
 
-def search_context(search: Search, *, status: str = "", round_: int | None = None, shared: bool = False) -> dict:
-    """Everything the search page shows; also used by its read-only shared version."""
+def search_context(search: Search, *, status: str = "", round_: int | None = None, shared: bool = False,
+                   shared_kernel_url=None) -> dict:
+    """Everything the search page shows; also used by its read-only shared version, whose nodes
+    link through `shared_kernel_url(code)` to the token-scoped kernel pages."""
     last_seq = search.last_event_seq  # read before the tree: replay may repeat, never miss
     tree = selectors.search_tree(search=search)
     shown = matching_ids(tree, status=status, round_=round_)
-    kernel_url = None if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
+    kernel_url = shared_kernel_url if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
     planned = selectors.search_planned_candidates(search)
     end = search.finished_at or timezone.now()
     elapsed = (end - search.started_at).total_seconds() if search.started_at else None

@@ -1,6 +1,9 @@
 """Share links: create and revoke them on object pages; /s/<token>/ shows the read-only page
 to anyone holding the token, without a login, until it is revoked (404 afterwards)."""
 
+import functools
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -32,9 +35,17 @@ def link_target_url(link: ShareLink) -> str:
     return url + (f"?device={link.device_name}" if link.device_name else "")
 
 
+def share_url(request, token: str) -> str:
+    """The address to hand out: on KERNELLAB_BASE_URL when set (the request may have come in on an
+    internal host such as 127.0.0.1 behind a proxy), else on the host the request came to."""
+    path = reverse("shared", kwargs={"token": token})
+    base = settings.KERNELLAB_BASE_URL.rstrip("/")
+    return base + path if base else request.build_absolute_uri(path)
+
+
 def _created(request, link, token, back):
     response = render(request, "searches/share/created.html", {
-        "link": link, "url": request.build_absolute_uri(reverse("shared", kwargs={"token": token})), "back": back})
+        "link": link, "url": share_url(request, token), "back": back})
     response["Cache-Control"] = "no-store"  # the page holds the only copy of the token
     return response
 
@@ -109,11 +120,11 @@ def share_revoke(request, pk):
 @require_GET
 @never_cache
 def shared(request, token):
-    link = selectors.share_link_by_token(token)
-    if link is None:
-        raise Http404("This share link does not exist or was revoked.")
+    link = _live_link(token)
     if link.kind == ShareLink.Kind.SEARCH:
-        context, template = search_context(link.search, shared=True), "searches/search/shared.html"
+        kernel_url = functools.partial(_shared_kernel_url, token)
+        context = search_context(link.search, shared=True, shared_kernel_url=kernel_url)
+        template = "searches/search/shared.html"
     elif link.kind == ShareLink.Kind.KERNEL:
         context, template = kernel_context(link.kernel, shared=True), "searches/kernel/shared.html"
     elif link.kind == ShareLink.Kind.COMPARE:
@@ -121,7 +132,42 @@ def shared(request, token):
     else:
         context = leaderboard_context(link.problem, link.device_name, shared=True)
         template = "searches/leaderboard/shared.html"
-    context["link"] = link
+    context.update({"link": link, "share_token": token})
+    return _shared_response(request, template, context)
+
+
+@require_GET
+@never_cache
+def shared_kernel(request, token, code):
+    """A kernel's read-only page, opened through a link that shares it (its search, the board
+    it ranks on, a comparison of it); any other kernel is a 404, like a revoked token."""
+    link = _live_link(token)
+    try:
+        kernel = selectors.kernel_by_code(code)
+    except Kernel.DoesNotExist:
+        kernel = None
+    if kernel is None or not selectors.share_link_shows_kernel(link, kernel):
+        raise Http404("This kernel is not part of what the link shares.")
+    context = kernel_context(kernel, shared=True)
+    if kernel.parent is not None and selectors.share_link_shows_kernel(link, kernel.parent):
+        context["parent_url"] = _shared_kernel_url(token, kernel.parent.code)
+    context.update({"link": link, "share_token": token,
+                    "back_url": reverse("shared", kwargs={"token": token})})
+    return _shared_response(request, "searches/kernel/shared.html", context)
+
+
+def _shared_kernel_url(token: str, code) -> str:
+    return reverse("shared_kernel", kwargs={"token": token, "code": code})
+
+
+def _live_link(token: str) -> ShareLink:
+    link = selectors.share_link_by_token(token)
+    if link is None:
+        raise Http404("This share link does not exist or was revoked.")
+    return link
+
+
+def _shared_response(request, template: str, context: dict):
     response = render(request, template, context)
     response["Referrer-Policy"] = "no-referrer"  # keep the token out of other sites' logs
     response["X-Robots-Tag"] = "noindex, nofollow"

@@ -172,7 +172,7 @@ def stack(tmp_path_factory):
     password = secrets.token_urlsafe(16)
     running = Stack(url=f"http://127.0.0.1:{port}", username="e2e", password=password, data_dir=data_dir, env=env)
 
-    for args in (("migrate", "--noinput"), ("bootstrap", "--username", "e2e", "--password", password, "--no-catalog")):
+    for args in (("migrate", "--noinput"), ("bootstrap", "--username", "e2e", f"--password={password}", "--no-catalog")):
         done = running.manage(*args)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args[:1])} failed:\n{done.stdout}\n{done.stderr}")

@@ -70,3 +70,29 @@ out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), ideas=
            seed_code=str(seed.code), child=child.id, child_code=str(child.code), idea=child.idea_id,
            seq=s.last_event_seq)
 """)
+
+
+def board_extras(stack, seeded: dict) -> dict:
+    """What a real board holds beside one search: a paused fork carrying copies of its path (as
+    the fork service copies them), a hand-written kernel slower than eager, a round that ranked
+    nothing, and one stalled timing sample on the "faster" kernel."""
+    return run(stack, f"""
+from searches.models import BenchmarkRun, Kernel, Search
+s = Search.objects.get(code={seeded['search']!r})
+fork = d.search(problem=s.problem, created_by=owner, name="fork of " + s.name, status="paused", forked_from=s)
+for original in Kernel.objects.filter(search=s, status="correct").order_by("id"):
+    d.kernel(problem=s.problem, search=fork, round=0, origin="fork", source=original.source,
+             median_ms=original.median_ms, name=f"{{original.name}} (#{{original.id}} of search {{s.id}})")
+# Its own source: dashboard_data's counter restarts in each seeding process, so defaults repeat.
+d.kernel(problem=s.problem, origin="user", author=owner, median_ms=1.3, name="hand-written attempt",
+         source=s.kernels.get(name="seed kernel").source + "  # unrolled by hand")
+# Round 3 ranked nothing (one crash), round 4 did: the speedup chart shows the gap.
+faster = s.kernels.get(name="faster kernel")
+d.kernel(problem=s.problem, search=s, parent=faster, round=3, status="crashed", name="crashed in round 3")
+d.kernel(problem=s.problem, search=s, parent=faster, round=4, median_ms=0.2, name="round 4 kernel",
+         source=faster.source + "  # round 4")
+run = BenchmarkRun.objects.get(kernel__code={seeded['faster']!r})
+run.timing = {{**run.timing, "samples_ms": run.timing["samples_ms"][:49] + [4.19]}}
+run.save()
+out = dict(fork=str(fork.code))
+""")

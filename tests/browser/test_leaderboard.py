@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -15,9 +16,12 @@ def test_leaderboard_and_its_exports(logged_in_page, stack, tmp_path):
     seeded = dashboard_seed.small_search(stack, "leaderboard search")
     page = logged_in_page
     page.goto(f"/problems/{seeded['problem']}/leaderboard/")
-    ranking = page.locator("table.ranking tbody tr")
+    ranking = page.locator("table.ranking tbody tr.entry")
     expect(ranking).to_have_count(3)
     expect(ranking.first).to_contain_text("faster kernel")
+    references = page.locator("table.ranking tbody tr.reference")
+    expect(references).to_have_text([re.compile("torch.compile"), re.compile("PyTorch eager")])
+    expect(page.locator("table.ranking tbody tr").nth(3)).to_contain_text("PyTorch eager")  # 0.8, 1.0 then the 1.0 seed
     with page.expect_download() as download:
         page.locator("#export-csv").click()
     download.value.save_as(tmp_path / "board.csv")

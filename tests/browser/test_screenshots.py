@@ -30,6 +30,7 @@ def pages(seeded) -> dict[str, str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_screenshots_and_no_sideways_scrolling(logged_in_page, stack, width):
     seeded = dashboard_seed.small_search(stack, f"screenshot search {width}")
+    dashboard_seed.board_extras(stack, seeded)
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
     SHOTS.mkdir(parents=True, exist_ok=True)

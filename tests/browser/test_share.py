@@ -37,3 +37,28 @@ def test_share_link_logged_out_then_revoked(logged_in_page, stack, chromium):
         assert "URLconf" not in anonymous.content() and "admin/" not in anonymous.content()
     finally:
         stranger.close()
+
+
+def test_copy_button_and_the_shared_search_links_to_its_kernels(logged_in_page, stack, chromium):
+    seeded = dashboard_seed.small_search(stack, "copied search")
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"/searches/{seeded['search']}/")
+    page.locator("#share-create").click()
+    url = page.locator("#share-url").input_value()
+    page.locator("#copy-share-url").click()
+    expect(page.locator("#copy-share-url")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == url
+
+    stranger = chromium.new_context()
+    try:
+        anonymous = stranger.new_page()
+        anonymous.goto(url)
+        anonymous.get_by_role("link", name="faster kernel").first.click()
+        expect(anonymous.get_by_role("heading", name="faster kernel")).to_be_visible()
+        assert f"/kernels/{seeded['faster']}/" in anonymous.url and anonymous.url.startswith(url)
+        expect(anonymous.locator("#kernel-source")).to_contain_text("class ModelNew")
+        anonymous.get_by_role("link", name="fast kernel", exact=True).click()  # its parent, same search
+        expect(anonymous.get_by_role("heading", name="fast kernel", exact=True)).to_be_visible()
+    finally:
+        stranger.close()

@@ -86,3 +86,10 @@ def test_a_sqlite_database_url_gets_the_same_options(tmp_path):
     done = manage(tmp_path, "shell", "--no-imports", "-c", SQLITE_OPTIONS, DATABASE_URL=f"sqlite:///{path}")
     assert done.stdout.split() == ["wal", "30000", "IMMEDIATE", str(path)], done.stderr
     assert path.exists() and not (tmp_path / "db.sqlite3").exists()
+
+
+def test_the_public_base_url_for_share_links_comes_from_the_environment(tmp_path):
+    show = ["shell", "-c", "from django.conf import settings; print(repr(settings.KERNELLAB_BASE_URL))"]
+    assert manage(tmp_path, *show, KERNELLAB_BASE_URL="https://kernels.example.org/").stdout.splitlines()[-1] == \
+        "'https://kernels.example.org'"
+    assert manage(tmp_path, *show, KERNELLAB_BASE_URL="").stdout.splitlines()[-1] == "''"  # unset: links use the request's host

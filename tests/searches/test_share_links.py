@@ -62,7 +62,7 @@ def test_each_kind_opens_read_only_without_login(client, world, kind):
     assert "shuffled" in html and "Read-only shared" in html
     assert "NVIDIA H200" in html and "580.65" in html and "2.11.0+cu130" in html  # provenance
     assert "csrfmiddlewaretoken" not in html and 'method="post"' not in html
-    assert reverse("kernel_detail", args=[best.code]) not in html  # no links into the logged-in site
+    assert f'"{reverse("kernel_detail", args=[best.code])}' not in html  # no links into the logged-in site
     assert response["Referrer-Policy"] == "no-referrer" and "noindex" in response["X-Robots-Tag"]
     assert "no-store" in response["Cache-Control"] and "script-src 'self'" in response["Content-Security-Policy"]
 
@@ -118,3 +118,52 @@ def test_creating_and_revoking_need_a_login(client, world):
     response = client.post(reverse("share_kernel", args=[world["best"].code]))
     assert response.status_code == 302 and response["Location"].startswith("/login/")
     assert not ShareLink.objects.exists()
+
+
+def test_shared_pages_link_to_token_scoped_kernel_pages(client, world):
+    path = create_via_page(client, reverse("share_search", args=[world["search"].code]))
+    token = path.split("/")[2]
+    other = d.kernel(problem=world["problem"], search=d.search(problem=world["problem"]), name="elsewhere")
+    client.logout()
+    html = client.get(path).content.decode()
+    best_url = reverse("shared_kernel", args=[token, world["best"].code])
+    assert f'href="{best_url}"' in html and reverse("shared_kernel", args=[token, world["seed"].code]) in html
+    page = client.get(best_url)
+    body = page.content.decode()
+    assert page.status_code == 200 and "shuffled" in body and "Read-only shared search" in body
+    assert f'href="{reverse("shared_kernel", args=[token, world["seed"].code])}"' in body  # parent, same search
+    assert f'href="{path}"' in body and "csrfmiddlewaretoken" not in body
+    assert page["Referrer-Policy"] == "no-referrer" and "no-store" in page["Cache-Control"]
+    # A kernel outside the shared search, an unknown code, or a revoked link: 404.
+    assert client.get(reverse("shared_kernel", args=[token, other.code])).status_code == 404
+    assert client.get(reverse("shared_kernel", args=[token, "00000000-0000-0000-0000-000000000000"])).status_code == 404
+    services.share_link_revoke(link=ShareLink.objects.get(), user=world["alice"])
+    assert client.get(best_url).status_code == 404
+
+
+def test_leaderboard_and_compare_links_open_only_their_kernels(client, world):
+    board = create_via_page(client, reverse("share_leaderboard", args=[world["problem"].code]))
+    compare = create_via_page(client, reverse("share_compare"), {"a": world["seed"].code, "b": world["best"].code})
+    elsewhere = d.kernel(problem=d.problem(name="Other"), name="other problem")
+    broken = d.kernel(problem=world["problem"], search=world["search"], status="compile_error", name="broken")
+    client.logout()
+    board_token, compare_token = board.split("/")[2], compare.split("/")[2]
+    html = client.get(board).content.decode()
+    assert f'href="{reverse("shared_kernel", args=[board_token, world["best"].code])}"' in html
+    assert client.get(reverse("shared_kernel", args=[board_token, world["best"].code])).status_code == 200
+    for kernel in (elsewhere, broken):  # not on the board
+        assert client.get(reverse("shared_kernel", args=[board_token, kernel.code])).status_code == 404
+    html = client.get(compare).content.decode()
+    assert f'href="{reverse("shared_kernel", args=[compare_token, world["seed"].code])}"' in html
+    assert client.get(reverse("shared_kernel", args=[compare_token, world["best"].code])).status_code == 200
+    assert client.get(reverse("shared_kernel", args=[compare_token, broken.code])).status_code == 404
+
+
+def test_share_links_use_the_public_base_url_when_set(client, world, settings):
+    path = create_via_page(client, reverse("share_search", args=[world["search"].code]))  # the request's host
+    assert path.startswith("/s/")
+    settings.KERNELLAB_BASE_URL = "https://kernels.example.org/"
+    response = client.post(reverse("share_search", args=[world["search"].code]), {"label": ""})
+    html = response.content.decode()
+    assert re.search(r'value="https://kernels\.example\.org/s/[A-Za-z0-9_-]{43,}/"', html)
+    assert "testserver" not in html and 'data-copy="#share-url"' in html and "js/copy" in html
