@@ -1,0 +1,198 @@
+"""Writes on suites: importing many KernelBench problem files at once into a named suite.
+
+One import is one transaction and, from the web, one request: it counts once against the
+rate limit on work. Imported problems are stored, not yet validated, unless asked: queueing
+250 validations at once would hold every evaluator for hours, ahead of people's searches.
+"""
+
+import ast
+import hashlib
+import importlib.util
+import re
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from searches.models import Device, Problem, Suite, SuiteProblem
+from searches.problem_checks import model_docstring, size_error
+
+from .problems import problem_create
+
+ACCEPTED, DUPLICATE, REFUSED = "accepted", "duplicate", "refused"
+MAX_FILES = 2000  # a zip with more entries than this is not a suite of problems
+
+_LEVEL_DIR = re.compile(r"^level[_-]?(\d+)$", re.IGNORECASE)
+_NUMBERED = re.compile(r"^(\d+)_(.*)$")
+
+
+@dataclass
+class ImportRow:
+    file: str
+    outcome: str  # accepted, duplicate or refused
+    reason: str = ""
+    problem: Problem | None = None
+    level: int | None = None
+    number: int | None = None
+    missing_modules: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    suite: Suite
+    rows: list[ImportRow]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for row in self.rows if row.outcome == outcome)
+
+    @property
+    def counts(self) -> dict:
+        return {outcome: self.count(outcome) for outcome in (ACCEPTED, DUPLICATE, REFUSED)}
+
+
+def kernelbench_position(path: str) -> tuple[int | None, int | None, str]:
+    """(level, number, title) from a KernelBench path: the level from a `levelN` folder, the
+    number from the file name's `N_` prefix, the title from the rest of the name."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    level = None
+    for part in parts[:-1]:
+        match = _LEVEL_DIR.match(part)
+        if match:
+            level = int(match.group(1))
+    stem = PurePosixPath(parts[-1]).stem
+    match = _NUMBERED.match(stem)
+    number, rest = (int(match.group(1)), match.group(2)) if match else (None, stem)
+    title = " ".join(rest.replace("_", " ").split()) or stem
+    return level, number, title
+
+
+def source_sha256(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def missing_modules(source: str) -> list[str]:
+    """Top-level modules the source imports that this environment cannot find (e.g. einops):
+    the problem cannot validate until they are installed. Only looked up, never imported."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return sorted(n for n in names if n not in sys.stdlib_module_names and importlib.util.find_spec(n) is None)
+
+
+def _sort_key(name: str):
+    level, number, _ = kernelbench_position(name)
+    return (level is None, level or 0, number is None, number or 0, name)
+
+
+def files_from_folder(root) -> list[tuple[str, bytes]]:
+    """Every `.py` file under `root`, recursively, as (path relative to root, bytes)."""
+    root = Path(root)
+    found = [path for path in root.rglob("*.py") if path.is_file() and path.name != "__init__.py"]
+    named = [(path.relative_to(root).as_posix(), path) for path in found]
+    return [(name, path.read_bytes()) for name, path in sorted(named, key=lambda item: _sort_key(item[0]))]
+
+
+def files_from_zip(fileobj) -> list[tuple[str, bytes]]:
+    """The `.py` entries of a zip, as (path inside the zip, bytes). Sizes are checked against the
+    problem size limit before an entry is read, so a zip bomb is refused unread."""
+    try:
+        archive = zipfile.ZipFile(fileobj)
+    except zipfile.BadZipFile as exc:
+        raise ValidationError(f"Not a zip file: {exc}", code="bad_zip") from exc
+    entries = [
+        info for info in archive.infolist()
+        if not info.is_dir() and info.filename.endswith(".py") and not info.filename.startswith("__MACOSX/")
+        and PurePosixPath(info.filename).name != "__init__.py"
+    ]
+    if len(entries) > MAX_FILES:
+        raise ValidationError(f"The zip holds {len(entries)} Python files; the limit is {MAX_FILES}.", code="too_many")
+    files = []
+    for info in sorted(entries, key=lambda entry: _sort_key(entry.filename)):
+        too_large = size_error(info.file_size)
+        # Keep the entry with an empty payload and its size error, so the report names it.
+        files.append((info.filename, too_large if too_large else archive.read(info)))
+    return files
+
+
+def _decode(name: str, raw) -> str:
+    if isinstance(raw, ValidationError):
+        raise raw
+    too_large = size_error(len(raw))
+    if too_large:
+        raise too_large
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"not UTF-8 text (byte {exc.start} cannot be decoded)", code="encoding") from exc
+
+
+def _reason(error: ValidationError) -> str:
+    return " ".join(error.messages)
+
+
+@transaction.atomic
+def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, validate: bool = False,
+                 progress=None) -> ImportReport:
+    """Import problem files into the suite named `suite_name` (made if new). Each file is
+    accepted (a new problem), a duplicate (its source is byte for byte an existing problem's:
+    nothing is created, the existing problem joins the suite) or refused with the reason.
+
+    `device` defaults to CUDA: KernelBench's shapes are GPU-sized. `progress(done, total, row)`
+    is called after each file."""
+    suite_name = (suite_name or "").strip()
+    if not suite_name:
+        raise ValidationError("Give the suite a name.", code="name")
+    if device not in Device.values:
+        raise ValidationError(f"Unknown device {device!r}: choose one of {', '.join(Device.values)}.", code="device")
+    owner = user if getattr(user, "is_authenticated", False) else None
+    suite, _ = Suite.objects.get_or_create(name=suite_name, defaults={"created_by": owner})
+    by_hash = {source_sha256(source): pk for pk, source in Problem.objects.values_list("pk", "source")}
+    members = set(suite.members.values_list("problem_id", flat=True))
+    files = list(files)
+    rows = []
+    for done, (name, raw) in enumerate(files, start=1):
+        level, number, title = kernelbench_position(name)
+        row = ImportRow(file=name, outcome=REFUSED, level=level, number=number)
+        try:
+            source = _decode(name, raw)
+            digest = source_sha256(source)
+            if digest in by_hash:
+                row.outcome, row.problem = DUPLICATE, Problem.objects.get(pk=by_hash[digest])
+                row.reason = f"same source as “{row.problem.name}”"
+            else:
+                row.problem = _create(user=user, source=source, title=title, level=level, number=number,
+                                      name=name, device=device, validate=validate)
+                row.outcome = ACCEPTED
+                by_hash[digest] = row.problem.pk
+            row.missing_modules = missing_modules(source)
+        except ValidationError as error:
+            row.reason = _reason(error)
+        if row.problem is not None and row.problem.pk not in members:
+            SuiteProblem.objects.create(suite=suite, problem=row.problem, level=level, number=number, file_name=name)
+            members.add(row.problem.pk)
+        rows.append(row)
+        if progress:
+            progress(done, len(files), row)
+    return ImportReport(suite=suite, rows=rows)
+
+
+def _create(*, user, source, title, level, number, name, device, validate) -> Problem:
+    if level is not None and number is not None:
+        label = f"L{level} #{number} {title}"
+        fallback = f"KernelBench level {level}, problem {number} ({name})."
+    else:
+        label, fallback = title, f"Imported from {name}."
+    # A savepoint per file: a refused file leaves the rest of the import standing.
+    with transaction.atomic():
+        return problem_create(user=user, name=label[:200], source=source, device=device, validate=validate,
+                              description=model_docstring(source) or fallback)
