@@ -10,7 +10,7 @@ import math
 
 from django.db.models import Count
 
-from searches.models import Kernel, Suite, Verdict
+from searches.models import EvaluationJob, Kernel, Problem, Suite, Verdict
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
@@ -26,7 +26,20 @@ def suite_list():
 
 
 def suite_members(suite: Suite):
-    return list(suite.members.select_related("problem").order_by("level", "number", "id"))
+    """The suite's problems in KernelBench order, each with `validation_label`: a pending problem
+    with no validation queued is "stored, not yet validated" (a bulk import does not queue)."""
+    members = list(suite.members.select_related("problem").order_by("level", "number", "id"))
+    queued = set(
+        EvaluationJob.objects.filter(
+            problem_id__in=[m.problem_id for m in members], purpose=EvaluationJob.Purpose.VALIDATE,
+            status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED),
+        ).values_list("problem_id", flat=True)
+    )
+    for m in members:
+        status = m.problem.validation_status
+        stored_only = status == Problem.Validation.PENDING and m.problem_id not in queued
+        m.validation_label = "Stored, not yet validated" if stored_only else m.problem.get_validation_status_display()
+    return members
 
 
 def fast_p_label(p: float) -> str:
@@ -90,7 +103,10 @@ def _device_score(device_name: str, members, kernels_by_problem) -> dict:
             wins = sum(1 for r in rows if r["correct"] and (p == 0 or (r[key] is not None and r[key] > p)))
             fast[baseline][fast_p_label(p)] = {"count": wins, "fraction": wins / total if total else None}
     counts = {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES}
+    # The same numbers as a list, for templates (which cannot look up "fast_1.5").
+    table = [{"label": fast_p_label(p), **{b: fast[b][fast_p_label(p)] for b in BASELINES}} for p in FAST_P]
     return {
+        "table": table,
         "device_name": device_name,
         "problems": total,
         "fast_p": fast,
@@ -134,5 +150,6 @@ def suite_scores_export(suite: Suite) -> dict:
         ]
         cheats = [{"kernel_code": str(k.code), "problem_code": str(k.problem.code), "reason": k.reason}
                   for k in score["cheats"]]
-        out.append({**score, "rows": rows, "cheats": cheats})
+        plain = {key: value for key, value in score.items() if key != "table"}
+        out.append({**plain, "rows": rows, "cheats": cheats})
     return {"suite": suite.name, "code": str(suite.code), "scores": out}

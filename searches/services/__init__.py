@@ -48,6 +48,7 @@ from .suites import (  # noqa: F401
     ImportRow,
     files_from_folder,
     files_from_zip,
+    files_from_uploads,
     kernelbench_position,
     suite_import,
 )

@@ -196,3 +196,16 @@ def _create(*, user, source, title, level, number, name, device, validate) -> Pr
     with transaction.atomic():
         return problem_create(user=user, name=label[:200], source=source, device=device, validate=validate,
                               description=model_docstring(source) or fallback)
+
+
+def files_from_uploads(uploads) -> list[tuple[str, bytes]]:
+    """Uploaded .py files and zips, as (name, bytes); a .py over the size limit is kept unread,
+    with its error, so the report names it."""
+    files = []
+    for upload in uploads:
+        if upload.name.endswith(".zip"):
+            files.extend(files_from_zip(upload))
+        else:
+            too_large = size_error(upload.size)
+            files.append((upload.name, too_large if too_large else upload.read()))
+    return files
