@@ -51,6 +51,8 @@ from .suites import (  # noqa: F401
     files_from_uploads,
     kernelbench_position,
     suite_import,
+    suite_sweep,
+    solution_position,
 )
 from .sharing import (  # noqa: F401
     share_link_create,

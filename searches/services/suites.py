@@ -20,6 +20,7 @@ from django.db import transaction
 from searches.models import Device, Problem, Suite, SuiteProblem
 from searches.problem_checks import model_docstring, size_error
 
+from .kernels import kernel_submit
 from .problems import problem_create
 
 ACCEPTED, DUPLICATE, REFUSED = "accepted", "duplicate", "refused"
@@ -209,3 +210,59 @@ def files_from_uploads(uploads) -> list[tuple[str, bytes]]:
             too_large = size_error(upload.size)
             files.append((upload.name, too_large if too_large else upload.read()))
     return files
+
+
+# --- sweeps: judge a folder of existing solutions against a suite's problems -------------------
+
+QUEUED, UNMATCHED = "queued", "unmatched"
+
+
+def solution_position(path: str) -> tuple[int | None, int | None]:
+    """(level, number) of a solution file: KernelBench's run layout puts it in a folder named
+    for the problem (`level1/19_ReLU/kernel.py`), or it is one `N_....py` per problem."""
+    level, number, _ = kernelbench_position(path)
+    if number is None:
+        parts = PurePosixPath(path.replace("\\", "/")).parts
+        for part in reversed(parts[:-1]):
+            match = _NUMBERED.match(part)
+            if match:
+                number = int(match.group(1))
+                break
+    return level, number
+
+
+@transaction.atomic
+def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
+    """Submit each solution file as a kernel of the suite problem with its level and number,
+    queued for the evaluators like any hand-written kernel. A suite whose problems carry no
+    level (one flat folder) matches on the number alone."""
+    members = list(suite.members.select_related("problem"))
+    by_position = {(m.level, m.number): m for m in members if m.number is not None}
+    by_number = {}
+    for m in members:
+        if m.number is not None:
+            by_number.setdefault(m.number, []).append(m)
+    files = list(files)
+    rows = []
+    for done, (name, raw) in enumerate(files, start=1):
+        level, number = solution_position(name)
+        row = ImportRow(file=name, outcome=UNMATCHED, level=level, number=number)
+        member = by_position.get((level, number))
+        if member is None and number is not None and len(by_number.get(number, [])) == 1:
+            member = by_number[number][0] if level is None else None
+        if member is None:
+            row.reason = f"no problem of the suite has level {level} and number {number}"
+        else:
+            row.problem = member.problem
+            try:
+                with transaction.atomic():
+                    source = _decode(name, raw)
+                    kernel = kernel_submit(user=user, problem=member.problem, source=source,
+                                           name=f"{suite.name}: {name}")
+                row.outcome, row.reason = QUEUED, str(kernel.code)
+            except ValidationError as error:
+                row.outcome, row.reason = REFUSED, _reason(error)
+        rows.append(row)
+        if progress:
+            progress(done, len(files), row)
+    return rows
