@@ -52,6 +52,7 @@ from .suites import (  # noqa: F401
     kernelbench_position,
     suite_import,
     suite_sweep,
+    suite_request_validation,
     solution_position,
 )
 from .sharing import (  # noqa: F401

@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from searches.models import Device, Problem, Suite, SuiteProblem
+from evaluation import queue
+from searches.models import Device, EvaluationJob, Problem, Suite, SuiteProblem
 from searches.problem_checks import model_docstring, size_error
 
 from .kernels import kernel_submit
@@ -210,6 +211,25 @@ def files_from_uploads(uploads) -> list[tuple[str, bytes]]:
             too_large = size_error(upload.size)
             files.append((upload.name, too_large if too_large else upload.read()))
     return files
+
+
+BULK_VALIDATION_PRIORITY = 0  # below a person's single validation (10), so theirs still go first
+
+
+@transaction.atomic
+def suite_request_validation(*, suite: Suite, user) -> int:
+    """Queue the validation of the suite's problems that are stored, not yet validated (pending,
+    with no validation queued or running). Returns how many were queued."""
+    pending = Problem.objects.filter(suite_memberships__suite=suite, validation_status=Problem.Validation.PENDING)
+    active = EvaluationJob.objects.filter(
+        problem__in=pending, purpose=EvaluationJob.Purpose.VALIDATE,
+        status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED),
+    ).values_list("problem_id", flat=True)
+    queued = 0
+    for problem in pending.exclude(pk__in=list(active)).order_by("id"):
+        queue.enqueue_validation(problem, priority=BULK_VALIDATION_PRIORITY)
+        queued += 1
+    return queued
 
 
 # --- sweeps: judge a folder of existing solutions against a suite's problems -------------------

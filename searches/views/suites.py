@@ -6,8 +6,9 @@ import csv
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.ratelimit import limits_sandbox_work
 
@@ -47,6 +48,16 @@ def suite_detail(request, code):
     suite = get_object_or_404(Suite, code=code)
     context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite)}
     return render(request, "searches/suites/detail.html", context)
+
+
+@login_required
+@require_POST
+@limits_sandbox_work  # one request for the whole suite
+def suite_validate(request, code):
+    suite = get_object_or_404(Suite, code=code)
+    queued = services.suite_request_validation(suite=suite, user=request.user)
+    messages.success(request, f"Queued the validation of {queued} stored problem{'s' if queued != 1 else ''}.")
+    return redirect("suite_detail", code=suite.code)
 
 
 CSV_COLUMNS = ("device_name", "level", "number", "file", "problem", "problem_code", "outcome", "best_kernel_code",

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from lib import ratelimit
-from searches.models import Kernel, Problem, Suite, SuiteProblem
+from searches.models import EvaluationJob, Kernel, Problem, Suite, SuiteProblem
 
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 
@@ -99,3 +99,18 @@ def test_a_suite_without_results_lists_its_problems_as_stored_not_validated(clie
 def test_suite_pages_need_a_login(client):
     assert client.get(reverse("suite_list"))["Location"].startswith("/login/")
     assert client.post(reverse("suite_import"))["Location"].startswith("/login/")
+
+
+def test_validate_stored_problems_queues_each_once_below_a_persons_validation(client_in):
+    post_import(client_in, [zip_of(TEN[:3])])
+    suite = Suite.objects.get()
+    single = Problem.objects.get(name="L1 #1 Square matrix multiplication")
+    client_in.post(reverse("problem_revalidate", args=[single.code]))  # a person asked for this one already
+    response = client_in.post(reverse("suite_validate", args=[suite.code]), follow=True)
+    assert "Queued the validation of 2 stored problems." in response.content.decode()
+    jobs = EvaluationJob.objects.filter(purpose="validate")
+    assert sorted(jobs.values_list("priority", flat=True)) == [0, 0, 10]
+    client_in.post(reverse("suite_validate", args=[suite.code]))
+    assert jobs.count() == 3  # nothing queued twice
+    page = client_in.get(reverse("suite_detail", args=[suite.code])).content.decode()
+    assert "Stored, not yet validated" not in page
