@@ -174,7 +174,8 @@ class MultipleFileField(forms.FileField):
 
 class SuiteImportForm(forms.Form):
     name = forms.CharField(max_length=200, label="Suite", help_text="A new name makes a suite; an existing one adds to it.")
-    files = MultipleFileField(label="Problem files (.py) or a zip of them")
+    files = MultipleFileField(label="Problem files (.py) or a zip of them",
+                              help_text="Up to 100 files at once (Django's limit per request); zip a whole level.")
     device = forms.ChoiceField(choices=Device.choices, initial=Device.CUDA,
                                help_text="KernelBench shapes are GPU-sized: CUDA unless the problems are small.")
     validate = forms.BooleanField(required=False, label="Queue their validation now",

@@ -112,3 +112,22 @@ def test_the_command_says_what_is_wrong_with_its_path(tmp_path):
         call_command("import_problems", str(tmp_path), "--suite", "S", stdout=io.StringIO())
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_problems", str(tmp_path / "nope"), "--suite", "S", stdout=io.StringIO())
+
+
+def test_a_problem_importing_a_missing_module_is_stored_and_names_it():
+    source = "import kernellab_absent_module\nfrom torch import nn\nimport os\n" + SOFTMAX
+    report = services.suite_import(user=None, suite_name="S", files=[("level1/1_Needs.py", source.encode())])
+    [row] = report.rows
+    assert (row.outcome, row.missing_modules) == ("accepted", ["kernellab_absent_module"])
+
+
+def test_a_zip_entry_over_the_size_limit_is_refused_unread(settings):
+    settings.PROBLEM_SOURCE_MAX_BYTES = 1000
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("level1/1_Big.py", SOFTMAX + "#" * 5000)
+        archive.writestr("level1/2_Small.py", SOFTMAX)  # 351 bytes
+    files = services.files_from_zip(io.BytesIO(buffer.getvalue()))
+    report = services.suite_import(user=None, suite_name="S", files=files)
+    assert [row.outcome for row in report.rows] == ["refused", "accepted"]
+    assert "the limit is 1000 bytes" in report.rows[0].reason
