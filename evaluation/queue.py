@@ -8,12 +8,13 @@ from django.utils import timezone
 from searches.models import EvaluationJob, Kernel, Problem
 
 
-def enqueue_validation(problem: Problem) -> EvaluationJob:
+def enqueue_validation(problem: Problem, *, priority: int = 10) -> EvaluationJob:
+    # 10 by default: people wait on the page for it; a suite's bulk validation asks for less.
     return EvaluationJob.objects.create(
         problem=problem,
         purpose=EvaluationJob.Purpose.VALIDATE,
         device=problem.device,
-        priority=10,  # people wait on the page for it
+        priority=priority,
         max_attempts=settings.JOB_MAX_ATTEMPTS,
     )
 

@@ -149,3 +149,43 @@ class ShareLinkForm(forms.Form):
 class CompareForm(forms.Form):
     a = forms.UUIDField(label="First kernel")
     b = forms.UUIDField(label="Second kernel")
+
+
+# === suites =============================================================================
+
+ZIP_MAX_BYTES = 20 * 1024 * 1024  # KernelBench's 250 problems zip to well under 1 MB
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (Django's FileField keeps only the last of them)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".py,.zip"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        uploads = data if isinstance(data, (list, tuple)) else [data]
+        return [super(MultipleFileField, self).clean(upload, initial) for upload in uploads if upload]
+
+
+class SuiteImportForm(forms.Form):
+    name = forms.CharField(max_length=200, label="Suite", help_text="A new name makes a suite; an existing one adds to it.")
+    files = MultipleFileField(label="Problem files (.py) or a zip of them",
+                              help_text="Up to 100 files at once (Django's limit per request); zip a whole level.")
+    device = forms.ChoiceField(choices=Device.choices, initial=Device.CUDA,
+                               help_text="KernelBench shapes are GPU-sized: CUDA unless the problems are small.")
+    validate = forms.BooleanField(required=False, label="Queue their validation now",
+                                  help_text="Otherwise they are stored, not yet validated; validate them from the suite page.")
+
+    def clean_files(self):
+        uploads = self.cleaned_data.get("files") or []
+        if not uploads:
+            raise ValidationError("Choose one or more .py files, or a zip of them.")
+        for upload in uploads:
+            if upload.name.endswith(".zip") and upload.size > ZIP_MAX_BYTES:
+                raise ValidationError(f"{upload.name} is {upload.size // (1024 * 1024)} MB; a zip may be 20 MB at most.")
+        return uploads

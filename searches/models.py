@@ -64,6 +64,36 @@ class Problem(models.Model):
         return (self.validation or {}).get("baseline") or {}
 
 
+class Suite(models.Model):
+    """A named collection of problems, e.g. "KernelBench level 1", scored together (fast_p)."""
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    problems = models.ManyToManyField(Problem, through="SuiteProblem", related_name="suites")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class SuiteProblem(models.Model):
+    """A problem's place in a suite, with its KernelBench level and number when it has them."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="members")
+    problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="suite_memberships")
+    level = models.PositiveSmallIntegerField(null=True, blank=True)
+    number = models.PositiveIntegerField(null=True, blank=True)
+    file_name = models.CharField(max_length=300, blank=True)  # as imported, e.g. level1/1_Square_....py
+
+    class Meta:
+        ordering = ["level", "number", "id"]
+        constraints = [models.UniqueConstraint(fields=["suite", "problem"], name="unique_suite_problem")]
+
+
 class Search(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

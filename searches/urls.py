@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, kernels, leaderboards, problems, searches, share
+from .views import compare, home, kernels, leaderboards, problems, searches, share, suites
 from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
@@ -17,6 +17,17 @@ urlpatterns += [
     path("problems/<uuid:code>/edit/", problems.problem_edit, name="problem_edit"),
     path("problems/<uuid:code>/validate/", problems.problem_revalidate, name="problem_revalidate"),
     path("problems/<uuid:code>/validation.json", problems.problem_validation_status, name="problem_validation_status"),
+]
+
+# === suites =============================================================================
+
+urlpatterns += [
+    path("suites/", suites.suite_list, name="suite_list"),
+    path("suites/import/", suites.suite_import, name="suite_import"),
+    path("suites/<uuid:code>/", suites.suite_detail, name="suite_detail"),
+    path("suites/<uuid:code>/validate/", suites.suite_validate, name="suite_validate"),
+    path("suites/<uuid:code>/scores.json", suites.suite_export, {"fmt": "json"}, name="suite_json"),
+    path("suites/<uuid:code>/scores.csv", suites.suite_export, {"fmt": "csv"}, name="suite_csv"),
 ]
 
 # === searches, kernels, compare, leaderboards, share links ==============================

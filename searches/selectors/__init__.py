@@ -1,6 +1,6 @@
 """Reads: the queries behind pages, exports and the engine. No writes here.
 
-One module per entity (problems, searches, kernels, leaderboards, sharing); this module lists
+One module per entity (problems, suites, searches, kernels, leaderboards, sharing); this module lists
 them all, so callers write `selectors.search_tree(...)`.
 """
 
@@ -47,4 +47,11 @@ from .sharing import (  # noqa: F401
     share_link_by_token,
     share_links_for,
     share_link_shows_kernel,
+)
+from .suites import (  # noqa: F401
+    FAST_P,
+    suite_list,
+    suite_members,
+    suite_scores,
+    suite_scores_export,
 )

@@ -1,7 +1,7 @@
 """Writes: every change to KernelLab's data goes through a function of this package.
 
 Functions are keyword-only, named <entity>_<action>, and run in a transaction; events and
-queued work are sent only after commit. One module per entity (problems, searches, kernels,
+queued work are sent only after commit. One module per entity (problems, suites, searches, kernels,
 sharing), plus who may do what (permissions) and failed jobs (jobs); this module lists them
 all, so callers write `services.search_start(...)`.
 """
@@ -42,6 +42,18 @@ from .searches import (  # noqa: F401
     search_cancel,
     search_fork,
     idea_add,
+)
+from .suites import (  # noqa: F401
+    ImportReport,
+    ImportRow,
+    files_from_folder,
+    files_from_zip,
+    files_from_uploads,
+    kernelbench_position,
+    suite_import,
+    suite_sweep,
+    suite_request_validation,
+    solution_position,
 )
 from .sharing import (  # noqa: F401
     share_link_create,

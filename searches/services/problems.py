@@ -53,8 +53,10 @@ def problem_create(
     device: str = Device.CPU,
     catalog_key: str = "",
     family: str = "",
+    validate: bool = True,
 ) -> Problem:
-    """Save a problem after the static checks and queue its sandboxed validation."""
+    """Save a problem after the static checks and queue its sandboxed validation (unless
+    `validate` is false: a bulk import stores problems to validate later, on request)."""
     check_problem_source(source)
     _problem_check_fields(name=name, device=device, atol=atol, rtol=rtol)
     problem = Problem.objects.create(
@@ -68,7 +70,8 @@ def problem_create(
         family=family,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    queue.enqueue_validation(problem)
+    if validate:
+        queue.enqueue_validation(problem)
     return problem
 
 

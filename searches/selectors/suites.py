@@ -1,0 +1,155 @@
+"""Reads on suites: the list, and a suite's scores per GPU model (fast_p, geomean, verdicts).
+
+fast_p (KernelBench's metric) is the fraction of the suite's problems whose best trusted kernel
+is correct and more than p times faster than the baseline: fast_0 counts correct problems,
+fast_1 faster ones. A kernel is trusted when correct and not quarantined: a quarantined result
+(noisy timing, or held back by the evaluator) is counted apart and never as a win.
+"""
+
+import math
+
+from django.db.models import Count
+
+from searches.models import EvaluationJob, Kernel, Problem, Suite, Verdict
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+BASELINES = ("eager", "compile")
+
+# A problem's outcome on one GPU model, by precedence: a trusted correct kernel wins; then a
+# correct but quarantined one; then a caught cheat; then wrong output; then whatever else ran.
+OUTCOMES = ("correct", "quarantined", "rejected", "incorrect", "error", "none")
+_UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
+
+
+def suite_list():
+    return Suite.objects.annotate(n_problems=Count("members")).order_by("name")
+
+
+def suite_members(suite: Suite):
+    """The suite's problems in KernelBench order, each with `validation_label`: a pending problem
+    with no validation queued is "stored, not yet validated" (a bulk import does not queue)."""
+    members = list(suite.members.select_related("problem").order_by("level", "number", "id"))
+    queued = set(
+        EvaluationJob.objects.filter(
+            problem_id__in=[m.problem_id for m in members], purpose=EvaluationJob.Purpose.VALIDATE,
+            status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED),
+        ).values_list("problem_id", flat=True)
+    )
+    for m in members:
+        status = m.problem.validation_status
+        stored_only = status == Problem.Validation.PENDING and m.problem_id not in queued
+        m.validation_label = "Stored, not yet validated" if stored_only else m.problem.get_validation_status_display()
+    return members
+
+
+def fast_p_label(p: float) -> str:
+    return f"fast_{p:g}"
+
+
+def geomean(values) -> float | None:
+    values = [v for v in values if v is not None and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _best(kernels, attribute):
+    scored = [k for k in kernels if getattr(k, attribute) is not None]
+    return max(scored, key=lambda k: (getattr(k, attribute), -k.id)) if scored else None
+
+
+def _outcome(kernels) -> str:
+    if not kernels:
+        return "none"
+    statuses = {k.status for k in kernels}
+    if any(k.status == Verdict.CORRECT and not k.quarantined for k in kernels):
+        return "correct"
+    if any(k.quarantined for k in kernels):
+        return "quarantined"
+    if Verdict.REJECTED in statuses:
+        return "rejected"
+    if Verdict.INCORRECT in statuses:
+        return "incorrect"
+    return "error"
+
+
+def _problem_row(member, kernels) -> dict:
+    trusted = [k for k in kernels if k.status == Verdict.CORRECT and not k.quarantined]
+    best = {"eager": _best(trusted, "speedup_vs_eager"), "compile": _best(trusted, "speedup_vs_compile")}
+    return {
+        "level": member.level,
+        "number": member.number,
+        "file": member.file_name,
+        "problem": member.problem,
+        "outcome": _outcome(kernels),
+        "correct": bool(trusted),
+        "best_kernel": best["eager"] or (trusted[0] if trusted else None),
+        "speedup_vs_eager": best["eager"].speedup_vs_eager if best["eager"] else None,
+        "speedup_vs_compile": best["compile"].speedup_vs_compile if best["compile"] else None,
+        "cheats": [k for k in kernels if k.status == Verdict.REJECTED],
+    }
+
+
+def _device_score(device_name: str, members, kernels_by_problem) -> dict:
+    rows = [_problem_row(m, [k for k in kernels_by_problem.get(m.problem_id, []) if k.device_name == device_name])
+            for m in members]
+    total = len(rows)
+    fast = {}
+    for baseline in BASELINES:
+        key = f"speedup_vs_{baseline}"
+        fast[baseline] = {}
+        for p in FAST_P:
+            # fast_0 is correctness alone; above 0 the kernel must also beat this baseline by p.
+            wins = sum(1 for r in rows if r["correct"] and (p == 0 or (r[key] is not None and r[key] > p)))
+            fast[baseline][fast_p_label(p)] = {"count": wins, "fraction": wins / total if total else None}
+    counts = {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES}
+    # The same numbers as a list, for templates (which cannot look up "fast_1.5").
+    table = [{"label": fast_p_label(p), **{b: fast[b][fast_p_label(p)] for b in BASELINES}} for p in FAST_P]
+    return {
+        "table": table,
+        "device_name": device_name,
+        "problems": total,
+        "fast_p": fast,
+        "geomean": {b: geomean(r[f"speedup_vs_{b}"] for r in rows if r["correct"]) for b in BASELINES},
+        "counts": counts,
+        "cheats": [k for r in rows for k in r["cheats"]],
+        "rows": rows,
+    }
+
+
+def suite_scores(suite: Suite) -> list[dict]:
+    """One score per GPU model (device name) that any of the suite's kernels ran on."""
+    members = suite_members(suite)
+    kernels = (
+        Kernel.objects.filter(problem_id__in=[m.problem_id for m in members])
+        .exclude(device_name="")
+        .exclude(status__in=_UNFINISHED)
+        .select_related("problem")
+        .order_by("id")
+    )
+    by_problem: dict[int, list] = {}
+    for kernel in kernels:
+        by_problem.setdefault(kernel.problem_id, []).append(kernel)
+    devices = sorted({k.device_name for ks in by_problem.values() for k in ks})
+    return [_device_score(device, members, by_problem) for device in devices]
+
+
+def suite_scores_export(suite: Suite) -> dict:
+    """The scores as plain data (codes, not objects), for the JSON and CSV exports."""
+    out = []
+    for score in suite_scores(suite):
+        rows = [
+            {
+                "level": r["level"], "number": r["number"], "file": r["file"],
+                "problem": r["problem"].name, "problem_code": str(r["problem"].code),
+                "outcome": r["outcome"],
+                "best_kernel_code": str(r["best_kernel"].code) if r["best_kernel"] else None,
+                "speedup_vs_eager": r["speedup_vs_eager"], "speedup_vs_compile": r["speedup_vs_compile"],
+            }
+            for r in score["rows"]
+        ]
+        cheats = [{"kernel_code": str(k.code), "problem_code": str(k.problem.code), "reason": k.reason}
+                  for k in score["cheats"]]
+        plain = {key: value for key, value in score.items() if key != "table"}
+        out.append({**plain, "rows": rows, "cheats": cheats})
+    return {"suite": suite.name, "code": str(suite.code), "scores": out}

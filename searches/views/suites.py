@@ -1,0 +1,81 @@
+"""Suite pages: the list, the import form (several files or a zip, one request), a suite's
+scores per GPU model and their JSON/CSV export."""
+
+import csv
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse, JsonResponse
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from lib.ratelimit import limits_sandbox_work
+
+from .. import selectors, services
+from ..forms import SuiteImportForm
+from ..models import Suite
+
+
+@login_required
+@require_GET
+def suite_list(request):
+    return render(request, "searches/suites/list.html", {"suites": selectors.suite_list(), "form": SuiteImportForm()})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@limits_sandbox_work  # the whole upload is one POST, so it counts once
+def suite_import(request):
+    initial = {"name": request.GET.get("suite", "")}
+    form = SuiteImportForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            files = services.files_from_uploads(data["files"])
+            report = services.suite_import(user=request.user, suite_name=data["name"], files=files,
+                                           device=data["device"], validate=data["validate"])
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            return render(request, "searches/suites/report.html", {"report": report, "validated": data["validate"]})
+    return render(request, "searches/suites/import.html", {"form": form})
+
+
+@login_required
+@require_GET
+def suite_detail(request, code):
+    suite = get_object_or_404(Suite, code=code)
+    context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite)}
+    return render(request, "searches/suites/detail.html", context)
+
+
+@login_required
+@require_POST
+@limits_sandbox_work  # one request for the whole suite
+def suite_validate(request, code):
+    suite = get_object_or_404(Suite, code=code)
+    queued = services.suite_request_validation(suite=suite, user=request.user)
+    messages.success(request, f"Queued the validation of {queued} stored problem{'s' if queued != 1 else ''}.")
+    return redirect("suite_detail", code=suite.code)
+
+
+CSV_COLUMNS = ("device_name", "level", "number", "file", "problem", "problem_code", "outcome", "best_kernel_code",
+               "speedup_vs_eager", "speedup_vs_compile")
+
+
+@login_required
+@require_GET
+def suite_export(request, code, fmt):
+    suite = get_object_or_404(Suite, code=code)
+    data = selectors.suite_scores_export(suite)
+    if fmt == "json":
+        return JsonResponse(data, json_dumps_params={"indent": 1})
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="suite-{suite.code}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    for score in data["scores"]:
+        for row in score["rows"]:
+            writer.writerow([score["device_name"]] + [row[key] for key in CSV_COLUMNS[1:]])
+    return response
