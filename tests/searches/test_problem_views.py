@@ -143,6 +143,9 @@ def test_create_by_upload(client_in):
         (SYNTAX_ERROR, "Syntax error on line 6, column"),
         (MISSING_GET_INPUTS, "The source does not define get_inputs."),
         (two_megabytes(), "The source is 2.0 MB; the limit is 195 KB."),
+        # 100 KB of unary minus: CPython's parser raises MemoryError; a long `+` chain, RecursionError.
+        ("x = " + "-" * 100_000 + "1\n", "nested too deeply for Python to parse"),
+        ("x = " + "+".join(["1"] * 50_000) + "\n", "nested too deeply for Python to parse"),
     ],
 )
 def test_create_with_bad_source_shows_the_error_and_keeps_the_input(client_in, source, message):
