@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from evaluation.worker import EvaluationWorker, default_name
+from evaluation.worker import EvaluationWorker, NameInUse, check_name_free, default_name
 from searches import catalog, selectors, services
 from searches.engine import kick, loop, records
 from searches.models import Device, EvaluationJob, Kernel, Problem, Search
@@ -56,6 +56,10 @@ class Command(BaseCommand):
         proposer = opts["proposer"] or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "playbook")
         worker = EvaluationWorker(name=default_name(device) + "-search", device=device,
                                   pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE, rekick_seconds=0)
+        try:
+            check_name_free(worker.name)
+        except NameInUse as error:
+            raise CommandError(f"{error} (another `manage.py search` on this host and device)") from None
         progress = Progress(enabled=not opts["no_progress"], stream=sys.stderr)
         problem = self._validated(problem, worker, progress)
 
