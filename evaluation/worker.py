@@ -15,6 +15,7 @@ import signal
 import socket
 import threading
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, transaction
@@ -39,7 +40,33 @@ class WorkerStopping(Exception):
 
 
 def default_name(device: str) -> str:
-    return f"{socket.gethostname()}-{device}-{os.getpid()}"
+    """Stable per host and device (and GPU, where CUDA_VISIBLE_DEVICES picks one): a restarted
+    evaluator takes the name of the run it replaces and frees that run's jobs at once."""
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() if device == "cuda" else ""
+    return f"{socket.gethostname()}-{device}" + (f"-gpu{gpus.replace(',', '_')}" if gpus else "")
+
+
+class NameInUse(RuntimeError):
+    """Another live evaluator on this host already runs under this name."""
+
+
+def check_name_free(name: str) -> None:
+    """Refuse a name whose holder is alive: freeing its jobs would run them twice. A holder on
+    this host is alive when its pid is; one elsewhere, while its heartbeat is fresh."""
+    row = WorkerRow.objects.filter(name=name).values("host", "pid", "heartbeat_at").first()
+    if not row or not row["heartbeat_at"] or not row["pid"] or row["pid"] == os.getpid():
+        return
+    if timezone.now() - row["heartbeat_at"] > timedelta(seconds=3 * HEARTBEAT_SECONDS):
+        return
+    if row["host"] == socket.gethostname():
+        try:
+            os.kill(row["pid"], 0)
+        except ProcessLookupError:
+            return  # killed: this is its restart
+        except PermissionError:
+            pass
+    raise NameInUse(f"an evaluator named {name!r} is running on {row['host']} (pid {row['pid']}); "
+                    "give this one another --name")
 
 
 class EvaluationWorker:
@@ -64,6 +91,7 @@ class EvaluationWorker:
         `should_stop`: a callable checked between jobs (the foreground search command)."""
         import runner  # the sandbox pool; runner itself keeps torch out of this process
 
+        check_name_free(self.name)
         self._install_signal_handlers()
         freed = leases.expire_leases_of(self.name)
         if freed:

@@ -1,8 +1,9 @@
 """Rate limits: fixed windows counted in Django's cache (one web process by default; shared by
 every web process through Redis when REDIS_URL is set).
 
-Two are enforced: failed logins per address and account (guessing passwords), and requests that
-queue sandbox work per user (problems to validate, searches, kernels, reruns), which a person
+Three are enforced: failed logins per address and account (guessing one password), failed logins
+per address across accounts (one address trying many accounts), and requests that queue sandbox
+work per user (problems to validate, searches, kernels, reruns), which a person
 clicking never reaches but a runaway script does."""
 
 import hashlib
@@ -23,6 +24,9 @@ class Limit:
 
 
 LOGIN_FAILURES = Limit("login", 10, 15 * 60, "failed logins")
+# Per address only, never per account alone: the owner of an attacked account still logs in
+# with the right password from their own address.
+LOGIN_FAILURES_PER_ADDRESS = Limit("login-address", 20, 15 * 60, "failed logins")
 SANDBOX_WORK = Limit("work", 30, 60, "requests that start work")
 
 

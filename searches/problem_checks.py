@@ -17,6 +17,12 @@ FORMAT_HINT = (
 )
 
 
+NESTING_MESSAGE = (
+    "The source is nested too deeply for Python to parse (thousands of brackets, operators or "
+    "blocks inside one another). " + FORMAT_HINT
+)
+
+
 def human_size(n_bytes: int) -> str:
     if n_bytes >= 1024 * 1024:
         return f"{n_bytes / (1024 * 1024):.1f} MB"
@@ -90,6 +96,10 @@ def check_problem_source(source: str) -> None:
         raise ValidationError(syntax_error_message(exc), code="syntax") from None
     except ValueError as exc:  # e.g. NUL bytes
         raise ValidationError(f"The source cannot be parsed as Python: {exc}.", code="syntax") from None
+    except (RecursionError, MemoryError):
+        # CPython's parser gives up on deep nesting (`x = ------…1`, thousands of brackets or
+        # operators) with these rather than a SyntaxError; for the form it is the same mistake.
+        raise ValidationError(NESTING_MESSAGE, code="too_deep") from None
 
     names = module_names(tree)
     missing = [name for name in REQUIRED_NAMES if name not in names]
@@ -106,7 +116,7 @@ def model_docstring(source: str) -> str:
     """The Model class's docstring, or the module's, as a default description ("" if none)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":

@@ -7,17 +7,20 @@ from django.db.models import Max, Q
 
 from proposers.playbook import supports as playbook_supports
 from searches.models import BenchmarkRun, Idea, Kernel, Problem, Search, Verdict
+from searches.task_queue import anthropic_key_seen
 
 from .kernels import kernel_is_ranked, provenance, speed_of_light
 
 
 def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str) -> str:
     """Why `proposer` cannot run a search on `problem` for `device`, or "" when it can.
-    The key is checked in this process's environment; the task worker needs it too."""
+    The web server holds no key: a live task queue says in its heartbeat whether it has one. A
+    process that runs the engine itself (`manage.py search`, sync mode) checks its own environment."""
     if proposer == Search.Proposer.ANTHROPIC:
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the web "
-                    "server and the task worker (qcluster), then restart them. Without a key, use the built-in playbook.")
+        if not (os.environ.get("ANTHROPIC_API_KEY") or anthropic_key_seen()):
+            return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the task "
+                    "queue (qcluster) only, then restart it; the web server learns of the key from the task queue. "
+                    "Without a key, use the built-in playbook.")
         return ""
     if proposer == Search.Proposer.PLAYBOOK:
         family = problem.family

@@ -22,6 +22,8 @@ from .permissions import (  # noqa: F401
     may_steer,
     require_steer,
     may_approve,
+    may_edit_problem,
+    require_edit_problem,
 )
 from .problems import (  # noqa: F401
     PROBLEM_EDITABLE_FIELDS,

@@ -9,6 +9,8 @@ from evaluation import queue
 from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 
+from .permissions import require_edit_problem
+
 PROBLEM_EDITABLE_FIELDS = ("name", "description", "source", "atol", "rtol", "device")
 
 
@@ -77,13 +79,14 @@ def problem_create(
 
 @transaction.atomic
 def problem_update(*, problem: Problem, user, **fields) -> Problem:
-    """Edit a problem. One with searches or kernels is never changed in place: the edit becomes
+    """Edit a problem (its creator or an administrator: PermissionDenied for anyone else). One with searches or kernels is never changed in place: the edit becomes
     a new version of the same lineage and the old version keeps its results. Returns the
     problem as it is now (the new version, when one was made)."""
     unknown = set(fields) - set(PROBLEM_EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"problem_update cannot change {', '.join(sorted(unknown))}")
     current = Problem.objects.select_for_update().get(pk=problem.pk)
+    require_edit_problem(current, user)
     if not current.is_latest:
         latest = Problem.objects.get(lineage=current.lineage, is_latest=True)
         raise ValidationError(

@@ -1,4 +1,5 @@
-"""Log in, with failed attempts limited per address and account (lib.ratelimit)."""
+"""Log in, with failed attempts limited per address and account, and per address across accounts
+(lib.ratelimit)."""
 
 from django.contrib.auth import views as auth_views
 
@@ -7,15 +8,19 @@ from lib import ratelimit
 
 class LoginView(auth_views.LoginView):
     def post(self, request, *args, **kwargs):
-        wait = ratelimit.retry_after(ratelimit.LOGIN_FAILURES, self._who())
-        if wait:
-            return ratelimit.too_many(request, ratelimit.LOGIN_FAILURES, wait)
+        for limit, who in self._counted():
+            wait = ratelimit.retry_after(limit, who)
+            if wait:
+                return ratelimit.too_many(request, limit, wait)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):
-        ratelimit.count(ratelimit.LOGIN_FAILURES, self._who())
+        for limit, who in self._counted():
+            ratelimit.count(limit, who)
         return super().form_invalid(form)
 
-    def _who(self) -> str:
+    def _counted(self):
+        address = self.request.META.get("REMOTE_ADDR", "")
         username = self.request.POST.get("username", "")[:150].strip().lower()
-        return f"{self.request.META.get('REMOTE_ADDR', '')}|{username}"
+        return [(ratelimit.LOGIN_FAILURES, f"{address}|{username}"),
+                (ratelimit.LOGIN_FAILURES_PER_ADDRESS, f"address:{address}")]

@@ -4,7 +4,7 @@ that the detail page polls while a sandboxed validation is pending."""
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
@@ -41,6 +41,7 @@ def problem_detail(request, code):
         "latest": selectors.problem_latest_version(problem),
         "versions": selectors.problem_versions(problem),
         "validation": problem.validation or {},
+        "may_edit": services.may_edit_problem(problem, request.user),
     }
     return render(request, "searches/problems/detail.html", context)
 
@@ -78,6 +79,8 @@ def problem_edit(request, code):
         latest = selectors.problem_latest_version(problem)
         messages.info(request, f"Version {problem.version} is not the latest: you are editing version {latest.version}.")
         return redirect("problem_edit", code=latest.code)
+    if not services.may_edit_problem(problem, request.user):
+        raise PermissionDenied("Only the person who created this problem, or an administrator, can edit it.")
     initial = {key: getattr(problem, key) for key in ("name", "description", "source", "atol", "rtol", "device")}
     form = ProblemForm(request.POST or None, initial=initial)
     has_results = problem.searches.exists() or problem.kernels.exists()

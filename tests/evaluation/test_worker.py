@@ -1,6 +1,7 @@
 """The evaluation worker as a real process: SIGTERM hands a running job back untouched, and a
 job that kills its worker (kill -9 while it runs) three times is failed for good."""
 
+import socket
 import subprocess
 import sys
 import time
@@ -79,3 +80,43 @@ def test_sigterm_hands_back_and_a_job_that_kills_its_worker_three_times_fails_fo
     [(last_kind, payload)] = query(db, "select kind, payload from searches_searchevent where search_id=? "
                                        "order by seq desc limit 1", (search_id,))
     assert last_kind == "kernel.updated" and '"failed"' in payload
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_restarted_evaluator_keeps_its_name_and_takes_its_dead_predecessors_job_at_once(tmp_path):
+    db, problem_id = validated_db(tmp_path)
+    job_id = script(db, (
+        f"p = Problem.objects.get(pk={problem_id})\n"
+        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
+        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
+        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
+        "print(json.dumps(k.jobs.get().id))\n"))
+    env = env_for(db, RUNNER_TIMEOUT="300")  # the job would hold its lease for the whole JOB_LEASE_SECONDS
+    log = tmp_path / "evaluator.log"
+    name = f"{socket.gethostname()}-cpu"  # no --name: the default is the host and the device
+
+    def leased(attempt):
+        status, attempts, owner, _ = job_state(db, job_id)
+        return status == "leased" and attempts == attempt and owner == name
+
+    first = start(db, "evaluator", "--rekick-seconds", "0", env=env, log_to=log)
+    try:
+        wait_for(lambda: leased(1), timeout=120, what="the first claim", dump=(db, log))
+        # A second live evaluator under the same name is refused: freeing the job would run it twice.
+        twin = manage(db, "evaluator", "--rekick-seconds", "0", env=env, check=False, timeout=120)
+        assert twin.returncode != 0 and f"an evaluator named {name!r} is running" in twin.stderr
+        assert leased(1)
+        kill_hard(first)
+        killed = time.monotonic()
+        second = start(db, "evaluator", "--rekick-seconds", "0", env=env, log_to=log)
+        try:
+            wait_for(lambda: leased(2), timeout=30, what="the restarted evaluator's claim", dump=(db, log))
+            assert time.monotonic() - killed < 30
+            [(pid,)] = query(db, "select pid from searches_worker where name=?", (name,))
+            assert pid == second.pid
+        finally:
+            kill_hard(second)
+    finally:
+        if first.poll() is None:
+            kill_hard(first)

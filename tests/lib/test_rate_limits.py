@@ -1,4 +1,4 @@
-"""Rate limits: failed logins per address and account, and requests that queue sandbox work per
+"""Rate limits: failed logins per address and account and per address, and requests that queue sandbox work per
 user. Over the limit the answer is a 429 page that says how long to wait, and nothing is saved."""
 
 import pytest
@@ -49,3 +49,17 @@ def test_requests_that_start_work_are_limited_per_user(client):
     assert client.get(reverse("problem_create")).status_code == 200  # reading is never limited
     client.force_login(d.user("bob"))  # the limit is per user
     assert client.post(url).status_code == 302
+
+
+def test_one_address_trying_many_accounts_is_limited_and_the_owner_still_logs_in_elsewhere(client):
+    d.user("alice")
+    url = reverse("login")
+    for n in range(20):  # one failure per username: no account's own limit is reached
+        response = client.post(url, {"username": f"guess{n}", "password": "wrong"})
+        assert response.status_code == 200
+    blocked = client.post(url, {"username": "alice", "password": "pw-for-tests-only"})
+    assert blocked.status_code == 429 and "_auth_user_id" not in client.session
+    assert "Too many failed logins" in blocked.content.decode()
+    # The owner, from their own address, is not locked out by the attacker's failures.
+    owner = client.post(url, {"username": "alice", "password": "pw-for-tests-only"}, REMOTE_ADDR="10.9.8.7")
+    assert owner.status_code == 302

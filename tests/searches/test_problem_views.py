@@ -143,6 +143,9 @@ def test_create_by_upload(client_in):
         (SYNTAX_ERROR, "Syntax error on line 6, column"),
         (MISSING_GET_INPUTS, "The source does not define get_inputs."),
         (two_megabytes(), "The source is 2.0 MB; the limit is 195 KB."),
+        # 100 KB of unary minus: CPython's parser raises MemoryError; a long `+` chain, RecursionError.
+        ("x = " + "-" * 100_000 + "1\n", "nested too deeply for Python to parse"),
+        ("x = " + "+".join(["1"] * 50_000) + "\n", "nested too deeply for Python to parse"),
     ],
 )
 def test_create_with_bad_source_shows_the_error_and_keeps_the_input(client_in, source, message):
@@ -194,3 +197,31 @@ def test_resubmitting_the_form_unchanged_keeps_the_validation(client_in, problem
     problem.refresh_from_db()
     assert problem.source == SOFTMAX and problem.validation_status == Problem.Validation.OK
     assert EvaluationJob.objects.filter(problem=problem).count() == 1
+
+
+@pytest.mark.parametrize("with_results", [False, True])
+def test_another_users_edit_is_refused_and_changes_nothing(client, problem, with_results):
+    if with_results:
+        Search.objects.create(problem=problem)
+    client.force_login(get_user_model().objects.create_user("eve", password="pw-for-tests-only"))
+    url = reverse("problem_edit", args=[problem.code])
+    assert client.get(url).status_code == 403
+    response = client.post(url, {"name": "Mine now", "source": SOFTMAX.replace("256", "512"), "device": "cpu"})
+    assert response.status_code == 403
+    assert list(Problem.objects.values_list("name", "source", "version")) == [("Softmax", SOFTMAX, 1)]
+    assert reverse("problem_edit", args=[problem.code]) not in client.get(
+        reverse("problem_detail", args=[problem.code])).content.decode()
+
+
+def test_an_administrator_edits_anyones_problem_and_it_stays_its_creators(client, problem, user):
+    Search.objects.create(problem=problem)
+    admin = get_user_model().objects.create_user("root", password="pw-for-tests-only", is_staff=True)
+    client.force_login(admin)
+    data = {"name": "Softmax", "source": SOFTMAX.replace("256", "512"), "device": "cpu"}
+    assert client.post(reverse("problem_edit", args=[problem.code]), data).status_code == 302
+    v2 = Problem.objects.get(version=2)
+    assert v2.created_by == admin  # the version records who made it
+    client.force_login(user)  # the creator still edits the latest version
+    data["source"] = SOFTMAX.replace("256", "1024")
+    assert client.post(reverse("problem_edit", args=[v2.code]), data).status_code == 302
+    assert Problem.objects.get(is_latest=True).source == data["source"]

@@ -113,3 +113,32 @@ def test_anthropic_search_stops_at_its_token_budget(tmp_path):
     assert reason == f"budget reached: {tokens_in + tokens_out} of at most 50 tokens"
     assert len(fake.requests) == 1  # the starting kernel spent the budget: no further calls
     assert query(db, "select origin, status from searches_kernel") == [("seed", "correct")]
+
+
+def test_the_commands_evaluator_is_a_child_process_without_the_key(tmp_path):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from .engine_env import ROOT
+
+    db, problem_id = validated_db(tmp_path)
+    canary = "sk-ant-canary-search-command"
+    command = subprocess.Popen(
+        [sys.executable, "manage.py", "search", str(problem_id), "--proposer", "playbook", "--rounds", "1",
+         "--parents", "1", "--ideas", "1", "--kernels", "1", "--bank", "0", "--no-progress"],
+        cwd=ROOT, env=env_for(db, ANTHROPIC_API_KEY=canary), stdout=open(tmp_path / "out.log", "wb"),
+        stderr=open(tmp_path / "err.log", "wb"))
+    seen = {}
+    while command.poll() is None:
+        for entry in Path("/proc").iterdir():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == command.pid and b"evaluator" in (entry / "cmdline").read_bytes():
+                    seen[int(entry.name)] = canary.encode() in (entry / "environ").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.2)
+    assert command.returncode == 0, (tmp_path / "err.log").read_text()[-3000:]
+    assert seen and not any(seen.values()), seen  # an evaluator child ran, and never held the key

@@ -5,7 +5,7 @@ import logging
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.worker import EvaluationWorker, default_name
+from evaluation.worker import EvaluationWorker, NameInUse, default_name
 from searches.models import Device
 
 
@@ -18,8 +18,9 @@ class Command(BaseCommand):
                             help=f"which jobs to take (default: RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r})")
         parser.add_argument("--once", action="store_true", help="work through the queued jobs, then exit")
         parser.add_argument("--name", default="",
-                            help="worker name, unique among running workers (default: host-device-pid). Restarting "
-                                 "under the same name frees the jobs the previous run held.")
+                            help="worker name, unique among running workers (default: host-device, plus the GPU "
+                                 "where CUDA_VISIBLE_DEVICES names one). Restarting under the same name frees the "
+                                 "jobs the previous run held; a second live evaluator under one name is refused.")
         parser.add_argument("--pool-size", type=int, default=None,
                             help=f"warm sandboxes to keep (default: RUNNER_POOL_SIZE, now {settings.RUNNER_POOL_SIZE})")
         parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks at an empty queue")
@@ -39,5 +40,8 @@ class Command(BaseCommand):
         worker = EvaluationWorker(name=name, device=device, pool_size=pool_size, poll_seconds=poll,
                                   rekick_seconds=rekick_seconds)
         self.stderr.write(f"evaluator {name}: serving {device} jobs with {pool_size} warm sandbox(es)")
-        done = worker.run(once=once)
+        try:
+            done = worker.run(once=once)
+        except NameInUse as error:
+            raise CommandError(str(error)) from None
         self.stderr.write(f"evaluator {name}: stopped after {done} job(s)")

@@ -1,11 +1,16 @@
 """`python manage.py search PROBLEM`: run a whole search in the foreground, for GPU hosts and scripts.
 
 The same code path as the dashboard: services.search_start, the engine's advance steps (here in
-a thread of this process instead of the task queue) and the evaluation worker loop (here in the
-main thread; every candidate still runs in a runner sandbox). Progress goes to stderr, the
-final leaderboard to stdout. Ctrl-C pauses the search; resume it from the dashboard.
+a thread of this process instead of the task queue) and an evaluation worker (here a child
+`manage.py evaluator`, started without ANTHROPIC_API_KEY: the key stays with the engine, and the
+process that starts sandboxes never holds it). Progress goes to stderr, the final leaderboard to
+stdout. Ctrl-C pauses the search; resume it from the dashboard.
 """
 
+import ctypes
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -15,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
-from evaluation.worker import EvaluationWorker, default_name
+from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import catalog, selectors, services
 from searches.engine import kick, loop, records
 from searches.models import Device, EvaluationJob, Kernel, Problem, Search
@@ -49,14 +54,22 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
-        import os
-
         problem = self._problem(opts["problem"])
         device = opts["device"] or problem.device
         proposer = opts["proposer"] or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "playbook")
-        worker = EvaluationWorker(name=default_name(device) + "-search", device=device,
-                                  pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE, rekick_seconds=0)
+        worker = EvaluatorChild(name=default_name(device) + "-search", device=device,
+                                pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE)
+        try:
+            check_name_free(worker.name)
+        except NameInUse as error:
+            raise CommandError(f"{error} (another `manage.py search` on this host and device)") from None
         progress = Progress(enabled=not opts["no_progress"], stream=sys.stderr)
+        # SIGTERM (systemd, a scheduler) stops the command like Ctrl-C: the search is paused.
+        signal.signal(signal.SIGTERM, _interrupt)
+        with worker:
+            self._run(problem, device, proposer, worker, progress, opts)
+
+    def _run(self, problem, device, proposer, worker, progress, opts):
         problem = self._validated(problem, worker, progress)
 
         wake = threading.Event()
@@ -84,11 +97,11 @@ class Command(BaseCommand):
             interrupted = False
             try:
                 # A dead orchestrator thread ends the wait too: nothing would advance the search.
-                worker.run(should_stop=lambda: _search_done(search.id, progress) or not orchestrator.is_alive())
+                worker.wait(lambda: _search_done(search.id, progress) or not orchestrator.is_alive())
+            except KeyboardInterrupt:
+                interrupted = True
+                self._pause(search)
             finally:
-                interrupted = worker.stopping
-                if interrupted:
-                    self._pause(search)
                 wake.set()
                 ours["done"] = True
                 orchestrator.join(timeout=30)
@@ -120,7 +133,7 @@ class Command(BaseCommand):
                                        atol=entry.atol, rtol=entry.rtol, device=entry.device, catalog_key=entry.key,
                                        family=entry.family)
 
-    def _validated(self, problem: Problem, worker: EvaluationWorker, progress) -> Problem:
+    def _validated(self, problem: Problem, worker: "EvaluatorChild", progress) -> Problem:
         waiting = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
         if problem.validation_status in waiting:
             if not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
@@ -134,9 +147,10 @@ class Command(BaseCommand):
                 problem.refresh_from_db()
                 return problem.validation_status not in waiting
 
-            worker.run(should_stop=validated)
-            if worker.stopping:
-                raise CommandError("Interrupted while validating.")
+            try:
+                worker.wait(validated)
+            except KeyboardInterrupt:
+                raise CommandError("Interrupted while validating.") from None
         problem.refresh_from_db()
         if problem.validation_status != Problem.Validation.OK:
             raise CommandError(f"{problem} did not pass validation: {problem.validation_reason}")
@@ -170,6 +184,52 @@ class Command(BaseCommand):
             label = (kernel.idea.title if kernel.idea_id else kernel.name) + flag
             out.write(f"{rank:>3} {kernel.id:>7} {kernel.round:>5} {kernel.origin:<9} {_ms(kernel.median_ms):>11} "
                       f"{_x(kernel.speedup_vs_eager):>9} {_x(kernel.speedup_vs_compile):>10}  {label[:60]}")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when this command dies, even by kill -9 (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class EvaluatorChild:
+    """`manage.py evaluator` as a child process, without the secrets of this one's environment."""
+
+    SECRETS = ("ANTHROPIC_API_KEY",)
+
+    def __init__(self, *, name: str, device: str, pool_size: int):
+        self.name, self.device, self.pool_size = name, device, pool_size
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self):
+        env = {k: v for k, v in os.environ.items() if k not in self.SECRETS}
+        self.process = subprocess.Popen(
+            [sys.executable, str(settings.BASE_DIR / "manage.py"), "evaluator", "--name", self.name, "--device",
+             self.device, "--pool-size", str(self.pool_size), "--rekick-seconds", "0", "--poll", "0.2"],
+            env=env, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        return self
+
+    def wait(self, done) -> None:
+        """Until done() is true; KeyboardInterrupt on Ctrl-C or SIGTERM."""
+        while not done():
+            if self.process.poll() is not None:
+                raise CommandError(f"the evaluator ({self.name}) stopped with status {self.process.returncode}")
+            time.sleep(0.3)
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)  # it hands a running job back to the queue
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 def _orchestrate(search_id: int, wake: threading.Event) -> None:

@@ -1,0 +1,55 @@
+"""The task queue's heartbeat: which proposers the processes that run the engine can serve.
+
+Only the task queue (`manage.py qcluster`) holds ANTHROPIC_API_KEY; the web server never does,
+so it cannot look in its own environment to offer the Anthropic proposer. Each django-q2 worker
+process, once spawned, writes a Worker row (device "tasks", one per host) every few seconds that
+says whether a key is set, never the key itself. The web server reads that row.
+"""
+
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from searches.models import Worker
+
+log = logging.getLogger(__name__)
+
+DEVICE = "tasks"
+KEY_SET = "Task queue (Anthropic key set)"
+NO_KEY = "Task queue (no Anthropic key)"
+SEEN_WITHIN = timedelta(seconds=3 * Worker.HEARTBEAT_SECONDS)
+
+
+def beat() -> None:
+    Worker.objects.update_or_create(
+        name=f"tasks@{socket.gethostname()}",
+        defaults={"host": socket.gethostname(), "pid": os.getppid(), "device": DEVICE,
+                  "device_name": KEY_SET if os.environ.get("ANTHROPIC_API_KEY") else NO_KEY,
+                  "heartbeat_at": timezone.now()})
+
+
+def _beat_forever() -> None:
+    while True:
+        try:
+            beat()
+        except DatabaseError:
+            log.warning("task queue heartbeat skipped (database busy)")
+        finally:
+            connection.close()  # this thread's own connection; the worker's tasks keep theirs
+        threading.Event().wait(Worker.HEARTBEAT_SECONDS)
+
+
+def start_heartbeat(**_signal_kwargs) -> None:
+    """django-q2's post_spawn: runs in each new worker process of the cluster."""
+    threading.Thread(target=_beat_forever, daemon=True, name="task-queue-heartbeat").start()
+
+
+def anthropic_key_seen() -> bool:
+    """Whether a live task queue reports an Anthropic key."""
+    since = timezone.now() - SEEN_WITHIN
+    return Worker.objects.filter(device=DEVICE, device_name=KEY_SET, heartbeat_at__gte=since).exists()
