@@ -4,6 +4,7 @@ import pytest
 
 import runner
 from runner import sandbox
+from runner.errors import RunnerError
 
 from . import sources
 
@@ -115,12 +116,19 @@ def get_init_inputs():
     leaks = _leaks()
     if leaks:
         raise RuntimeError("secret visible: " + ", ".join(leaks))''')
-    if sandbox.isolation_mode() == "process":
-        pytest.skip("plain processes (KERNELLAB_SANDBOX_ISOLATION=process) can read their parent's /proc "
-                    "environ; the sandbox's starter must hold no secrets there")
     # Found anywhere, the secret fails the test.
     result = runner.validate(probing, device="cpu")
     assert result["status"] == "ok", result["reason"]
+
+
+def test_plain_processes_refuse_a_parent_holding_secrets(monkeypatch):
+    monkeypatch.setenv("KERNELLAB_SANDBOX_ISOLATION", "process")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-do-not-leak")
+    monkeypatch.setenv("DATABASE_URL", "postgres://kl:hunter2@db/kl")
+    with pytest.raises(RunnerError, match="ANTHROPIC_API_KEY, DATABASE_URL: a plain process"):
+        runner.validate(sources.SILU_PROBLEM, device="cpu")
+    monkeypatch.setenv("DATABASE_URL", "postgres://db/kl")  # no credentials in it
+    assert sandbox.held_secrets() == ["ANTHROPIC_API_KEY"]
 
 
 @pytest.mark.slow
