@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import sys
+import threading
+import time
 
 
 class Channel:
@@ -40,8 +42,23 @@ class Channel:
         self.receive()
 
 
+def die_with_parent(poll_seconds: float = 0.5) -> None:
+    """Leave when the process that started this one dies (kill -9 of the worker included). Under
+    bubblewrap the PID namespace goes with bwrap anyway; a plain process would otherwise run on.
+    A polling thread rather than PR_SET_PDEATHSIG, which fires when the starting *thread* exits."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+
+
 def main() -> None:
     control_fd, verdict_fd, device = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    die_with_parent()
     channel = Channel(control_fd, verdict_fd)
     from .compile import make_cache_dirs
 

@@ -10,7 +10,7 @@ import threading
 from . import compile as compiling
 from . import evaluation
 from .errors import RunnerError
-from .sandbox import Sandbox
+from .sandbox import Sandbox, remove_stale_folders
 
 
 class Pool:
@@ -25,6 +25,7 @@ class Pool:
         self._lock = threading.Lock()
         self._closed = False
         self.environment: dict | None = None
+        remove_stale_folders()
         for _ in range(self.size):
             self._warm.append(Sandbox(device, threads))
 

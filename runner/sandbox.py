@@ -121,6 +121,33 @@ def isolation_mode() -> str:
     return "bwrap"
 
 
+FOLDER_PREFIX = "kernellab-sandbox-"
+
+
+def remove_stale_folders() -> list[str]:
+    """Remove the sandbox folders of runners that died without cleaning up (kill -9): each folder's
+    name carries the pid of the process that made it, so a live runner's folders are left alone."""
+    removed = []
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        owner = name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if not name.startswith(FOLDER_PREFIX) or not owner.isdigit() or _alive(int(owner)):
+            continue
+        shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Sandbox:
     """One sandbox process, warming up from the moment it is created; used for one job."""
 
@@ -129,7 +156,7 @@ class Sandbox:
         self.threads = threads or default_threads(device)
         self.isolation = isolation_mode()
         self.limits = limits.Limits.from_env(device)
-        self.root = tempfile.mkdtemp(prefix="kernellab-sandbox-")
+        self.root = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         os.chmod(self.root, 0o755)
         self.inside_root = isolation.INSIDE_ROOT if self.isolation == "bwrap" else self.root
         self.messages: queue.Queue = queue.Queue()

@@ -1,10 +1,14 @@
 """The evaluation worker as a real process: SIGTERM hands a running job back untouched, and a
 job that kills its worker (kill -9 while it runs) three times is failed for good."""
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +124,61 @@ def test_a_restarted_evaluator_keeps_its_name_and_takes_its_dead_predecessors_jo
     finally:
         if first.poll() is None:
             kill_hard(first)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process started, directly or not, by pid (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kill_9_of_the_evaluator_takes_its_sandboxes_and_the_next_one_removes_their_folders(tmp_path):
+    db, problem_id = validated_db(tmp_path)
+    job_id = script(db, (
+        f"p = Problem.objects.get(pk={problem_id})\n"
+        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
+        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
+        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
+        "print(json.dumps(k.jobs.get().id))\n"))
+    env = env_for(db, RUNNER_TIMEOUT="300")
+    log = tmp_path / "evaluator.log"
+    first = start(db, "evaluator", "--name", "kill-host", "--rekick-seconds", "0", env=env, log_to=log)
+    second = None
+    try:
+        wait_for(lambda: job_state(db, job_id)[:2] == ("leased", 1), timeout=120, what="the claim", dump=(db, log))
+        time.sleep(1.0)  # the spinning candidate is running now
+        sandboxes = descendants(first.pid)
+        folders = list(Path(tempfile.gettempdir()).glob(f"kernellab-sandbox-{first.pid}-*"))
+        assert sandboxes and folders
+        os.kill(first.pid, signal.SIGKILL)  # the evaluator alone, not its process group
+        first.wait(timeout=30)
+        wait_for(lambda: not any(running(pid) for pid in sandboxes), timeout=5, what="its sandboxes to die")
+
+        second = start(db, "evaluator", "--name", "kill-host", "--rekick-seconds", "0", env=env, log_to=log)
+        wait_for(lambda: job_state(db, job_id)[:2] == ("leased", 2), timeout=30, what="the restart's claim",
+                 dump=(db, log))
+        assert not any(folder.exists() for folder in folders)
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                kill_hard(process)
