@@ -116,11 +116,13 @@ class Command:
                                 "kernellab", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                                 "--cap-add", "CAP_SETPCAP"]
         self._system()
+        # The private /tmp first: binds made after it sit on top of it, so an interpreter or a
+        # checkout that lives under the host's /tmp (a CI clone, say) stays visible inside.
+        self._writable()
         for path in _python_paths() + extra_paths:
             self._ro_bind(path)
         self._ro_bind(str(RUNNER_PACKAGE), f"{INSIDE_RUNNER}/runner")
         self._etc()
-        self._writable()
         if device == "cuda":
             for node in sorted(glob.glob("/dev/nvidia*")):
                 if os.path.exists(node) and not os.path.isdir(node):
