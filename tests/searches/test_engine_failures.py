@@ -75,7 +75,7 @@ def test_the_search_command_exits_non_zero_when_the_orchestration_fails(monkeypa
     # Reported: the orchestrator died on "database is locked" and the command waited forever.
     break_proposer(monkeypatch, OperationalError(LOCKED))
     problem = validated_problem()
-    # The command installs its own SIGTERM handler (only the main thread may): give pytest's back after.
+    # The command installs its own SIGTERM handler; here pytest's stays.
     monkeypatch.setattr(signal, "signal", lambda *args: None)
     with pytest.raises(SystemExit) as exited:
         call_command("search", str(problem.id), "--rounds", "1", "--proposer", "playbook", "--no-progress")
