@@ -59,6 +59,23 @@ def unavailable_reason() -> str | None:
     return None
 
 
+SECRET_NAMES = ("ANTHROPIC_API_KEY", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY")
+
+
+def held_secrets(environ=os.environ) -> list[str]:
+    """Names of variables in this process's environment that a plain-process candidate could read
+    from /proc/<parent>/environ. A URL counts only when it carries credentials."""
+    held = []
+    for name, value in environ.items():
+        if name.endswith("_URL") and name in SECRET_NAMES:
+            if "@" in value.partition("://")[2].split("/", 1)[0]:
+                held.append(name)
+        elif name in SECRET_NAMES or name.endswith(SECRET_SUFFIXES):
+            held.append(name)
+    return sorted(held)
+
+
 class Slot:
     """One sandbox slot: a uid no one else uses while this slot is held (a lock file per
     slot, so several worker processes on one host never share one)."""

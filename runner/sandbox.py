@@ -83,29 +83,12 @@ def hidden_paths() -> list[str]:
     return [p for p in paths if os.path.exists(p)]
 
 
-SECRET_NAMES = ("ANTHROPIC_API_KEY", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY")
-
-
-def held_secrets(environ=os.environ) -> list[str]:
-    """Names of variables in this process's environment that a plain-process candidate could read
-    from /proc/<parent>/environ. A URL counts only when it carries credentials."""
-    held = []
-    for name, value in environ.items():
-        if name.endswith("_URL") and name in SECRET_NAMES:
-            if "@" in value.partition("://")[2].split("/", 1)[0]:
-                held.append(name)
-        elif name in SECRET_NAMES or name.endswith(SECRET_SUFFIXES):
-            held.append(name)
-    return sorted(held)
-
-
 def isolation_mode() -> str:
     """"bwrap" (the default) or "process" (only when asked for by name, and only by a parent that
     holds no secrets: a plain process reads its parent's environment through /proc)."""
     wanted = os.environ.get("KERNELLAB_SANDBOX_ISOLATION", "auto")
     if wanted == "process":
-        held = held_secrets()
+        held = isolation.held_secrets()
         if held:
             raise RunnerError(
                 f"KERNELLAB_SANDBOX_ISOLATION=process refuses to start sandboxes while this process holds "

@@ -3,7 +3,7 @@
 import pytest
 
 import runner
-from runner import sandbox
+from runner import isolation
 from runner.errors import RunnerError
 
 from . import sources
@@ -128,7 +128,7 @@ def test_plain_processes_refuse_a_parent_holding_secrets(monkeypatch):
     with pytest.raises(RunnerError, match="ANTHROPIC_API_KEY, DATABASE_URL: a plain process"):
         runner.validate(sources.SILU_PROBLEM, device="cpu")
     monkeypatch.setenv("DATABASE_URL", "postgres://db/kl")  # no credentials in it
-    assert sandbox.held_secrets() == ["ANTHROPIC_API_KEY"]
+    assert isolation.held_secrets() == ["ANTHROPIC_API_KEY"]
 
 
 @pytest.mark.slow
