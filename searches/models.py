@@ -386,6 +386,9 @@ class Worker(models.Model):
     pid = models.PositiveIntegerField(null=True, blank=True)
     device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
     device_name = models.CharField(max_length=200, blank=True)
+    # What the device it serves is (model, memory, SMs, caches, clocks, measured ceilings), read by
+    # the runner on the worker's start: shown on the Workers page and given to the proposer.
+    device_facts = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     current_job = models.ForeignKey(EvaluationJob, null=True, blank=True, on_delete=models.SET_NULL)
