@@ -2,7 +2,8 @@
 each with a few parameter variants, rendered into complete ModelNew modules.
 
 Pure Python (no Django, no torch, no cupy): it only writes text. Families live in one module
-each (softmax.py, layernorm.py, ...), sharing the boilerplate in prelude.py.
+each (softmax.py, layernorm.py, ...), sharing the boilerplate in prelude.py; their C and CUDA
+sources are files under kernels/ (sources.py reads them).
 """
 
 import re

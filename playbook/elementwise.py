@@ -6,6 +6,7 @@ import textwrap
 
 from .reading import ReadError
 from .recipes import Family, Parts, Recipe, bind
+from .sources import kernel_source
 
 # name -> (arity after the tensor, C template using {a} and {b}, {c} for extra arguments, defaults)
 _FUNCTIONS = {
@@ -25,17 +26,7 @@ _FUNCTIONS = {
 _KEYWORDS = {"softplus": ("beta", "threshold"), "elu": ("alpha",), "leaky_relu": ("negative_slope",),
              "hardtanh": ("min_val", "max_val"), "clamp": ("min", "max"), "clip": ("min", "max")}
 
-HELPERS = r'''
-DEVICE_FN float relu_f(float a) { return a < 0.0f ? 0.0f : a; }
-DEVICE_FN float sigmoid_f(float a) { return 1.0f / (1.0f + expf(-a)); }
-DEVICE_FN float silu_f(float a) { return a / (1.0f + expf(-a)); }
-DEVICE_FN float elu_f(float a, float alpha) { return a > 0.0f ? a : alpha * (expf(a) - 1.0f); }
-DEVICE_FN float leaky_f(float a, float slope) { return a < 0.0f ? a * slope : a; }
-DEVICE_FN float softplus_f(float a, float beta, float threshold) {
-    return a * beta > threshold ? a : log1pf(expf(a * beta)) / beta;
-}
-DEVICE_FN float clamp_f(float a, float lo, float hi) { return a < lo ? lo : (a > hi ? hi : a); }
-'''
+HELPERS = kernel_source("elementwise/helpers.h")
 
 
 # CPU kernels whose parameters set INLINE_MATH get branch-free inline versions of erff and expf
@@ -45,52 +36,7 @@ DEVICE_FN float clamp_f(float a, float lo, float hi) { return a < lo ? lo : (a >
 # rounds to 1 there). Measured on GELU 256x4096: degree 15 (2.5e-7) was level with eager PyTorch, a split
 # x * P(x^2) + Q(|x|) (2e-7) 10% slower still; at this size compute and memory take about half the
 # time each. exp: Cody-Waite reduction, degree-6 polynomial, 2^k in the exponent.
-C_INLINE_MATH = r"""
-#if INLINE_MATH
-static inline float erf_inline(float x) {
-    float a = fabsf(x);
-    float u = (a > 3.92f ? 3.92f : a) * 0.5102040816f - 1.0f;
-    float p = -1.911908388e-02f;
-    p = p * u + 5.108139664e-02f;
-    p = p * u + 4.003736377e-02f;
-    p = p * u - 2.252807617e-01f;
-    p = p * u + 1.121753082e-01f;
-    p = p * u + 3.145585358e-01f;
-    p = p * u - 4.646417201e-01f;
-    p = p * u + 9.632534534e-02f;
-    p = p * u + 3.784925640e-01f;
-    p = p * u - 5.489316583e-01f;
-    p = p * u + 4.055797160e-01f;
-    p = p * u - 1.821759790e-01f;
-    p = p * u + 4.747498408e-02f;
-    p = p * u + 9.944247603e-01f;
-    return copysignf(p > 1.0f ? 1.0f : p, x);
-}
-static inline float exp_inline(float x) {
-    float c = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-    float t = c * 1.44269504088896341f + 12582912.0f;
-    float k = t - 12582912.0f;
-    int32_t tb, sb;
-    memcpy(&tb, &t, sizeof tb);
-    float r = c - k * 0.693359375f;
-    r = r + k * 2.12194440e-4f;
-    float p = 1.394858118e-3f;
-    p = p * r + 8.375128731e-3f;
-    p = p * r + 4.166621715e-2f;
-    p = p * r + 1.666641533e-1f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    sb = (tb - 0x4B400000 + 127) << 23;
-    float scale;
-    memcpy(&scale, &sb, sizeof scale);
-    float e = p * scale;
-    return x > 88.72f ? INFINITY : (x < -87.3f ? 0.0f : e);
-}
-#define erff erf_inline
-#define expf exp_inline
-#endif
-"""
+C_INLINE_MATH = kernel_source("elementwise/inline_math.h")
 
 
 def _literal(value) -> str:
@@ -215,33 +161,7 @@ return y
 
 # -- CPU -----------------------------------------------------------------------------------
 
-_C = r'''
-#if PREFETCH
-/* PREFETCH: blocks of 256 values, each first requesting the input PREFETCH values ahead (one
-   request per cache line; prefetches past the end are harmless), so memory streams in while the
-   vector loop computes. */
-void elementwise(const float* x, float* y, i64 n) {
-    i64 i = 0;
-    for (; i + 256 <= n; i += 256) {
-        for (int j = 0; j < 256; j += 16) __builtin_prefetch(x + i + PREFETCH + j, 0, 3);
-        const float* xb = x + i;
-        float* yb = y + i;
-        #pragma omp simd
-        for (int j = 0; j < 256; ++j) yb[j] = op(xb[j]);
-    }
-    for (; i < n; ++i) y[i] = op(x[i]);
-}
-#else
-void elementwise(const float* x, float* y, i64 n) {
-#if PARALLEL
-    #pragma omp parallel for simd schedule(static)
-#elif SIMD
-    #pragma omp simd
-#endif
-    for (i64 i = 0; i < n; ++i) y[i] = op(x[i]);
-}
-#endif
-'''
+_C = kernel_source("elementwise/cpu.c")
 
 
 def _cpu(params):
@@ -274,32 +194,7 @@ CPU = (
 
 # -- CUDA ----------------------------------------------------------------------------------
 
-_CU = r'''
-extern "C" __global__ void ew_naive(const float* __restrict__ x, float* __restrict__ y, i64 n) {
-    i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = op(x[i]);
-}
-
-// Grid-stride loop over float4s (UNROLL per thread per step) plus a scalar tail.
-extern "C" __global__ void ew_vec4(const float* __restrict__ x, float* __restrict__ y, i64 n) {
-    i64 n4 = n >> 2, stride = (i64)gridDim.x * blockDim.x;
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    float4* y4 = reinterpret_cast<float4*>(y);
-    for (i64 base = (i64)blockIdx.x * blockDim.x + threadIdx.x; base < n4; base += stride * UNROLL) {
-        float4 v[UNROLL];
-        #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-            if (base + u * stride < n4) v[u] = STREAM ? __ldcs(x4 + base + u * stride) : x4[base + u * stride];
-        #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            if (base + u * stride >= n4) continue;
-            float4 o = make_float4(op(v[u].x), op(v[u].y), op(v[u].z), op(v[u].w));
-            if (STREAM) __stcs(y4 + base + u * stride, o); else y4[base + u * stride] = o;
-        }
-    }
-    for (i64 i = (n4 << 2) + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = op(x[i]);
-}
-'''
+_CU = kernel_source("elementwise/gpu.cu")
 
 
 def _cuda(params):

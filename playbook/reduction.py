@@ -6,6 +6,7 @@ import textwrap
 
 from .reading import ReadError, argument, calls
 from .recipes import Family, Parts, Recipe, bind
+from .sources import kernel_source
 
 _OPS = {"sum", "mean", "prod", "amax", "amin", "max", "min"}
 
@@ -88,48 +89,7 @@ return y
 
 # MODE 0: one output at a time, walking R with stride `inner`. MODE 1: stream the (R, inner) slab
 # row by row into a vector of `inner` accumulators (contiguous, vectorisable).
-_C = r'''
-#include <stdlib.h>
-void reduce(const float* x, float* y, i64 outer, i64 r, i64 inner) {
-#if MODE == 0
-    for (i64 o = 0; o < outer; ++o)
-        for (i64 i = 0; i < inner; ++i) {
-            acc_t a = IDENTITY;
-            for (i64 k = 0; k < r; ++k) { acc_t b = x[(o * r + k) * inner + i]; a = COMBINE(a, b); }
-            y[o * inner + i] = FINAL(a, r);
-        }
-#else
-    #pragma omp parallel if (PARALLEL)
-    {
-        acc_t* acc = (acc_t*)malloc(sizeof(acc_t) * (inner > 0 ? inner : 1));
-        #pragma omp for schedule(static)
-        for (i64 o = 0; o < outer; ++o) {
-            const float* slab = x + o * r * inner;
-            for (i64 i = 0; i < inner; ++i) acc[i] = IDENTITY;
-            for (i64 k = 0; k < r; ++k) {
-                const float* row = slab + k * inner;
-                #pragma omp simd
-                for (i64 i = 0; i < inner; ++i) { acc_t a = acc[i], b = row[i]; acc[i] = COMBINE(a, b); }
-            }
-            if (inner == 1) {
-                /* a single long row: the loop above is a serial chain; use independent partial results */
-                acc_t part[8];
-                for (int j = 0; j < 8; ++j) part[j] = IDENTITY;
-                i64 k = 0;
-                for (; k + 8 <= r; k += 8)
-                    for (int j = 0; j < 8; ++j) { acc_t a = part[j], b = slab[k + j]; part[j] = COMBINE(a, b); }
-                acc_t a = IDENTITY;
-                for (int j = 0; j < 8; ++j) { acc_t b = part[j]; a = COMBINE(a, b); }
-                for (; k < r; ++k) { acc_t b = slab[k]; a = COMBINE(a, b); }
-                acc[0] = a;
-            }
-            for (i64 i = 0; i < inner; ++i) y[o * inner + i] = FINAL(acc[i], r);
-        }
-        free(acc);
-    }
-#endif
-}
-'''
+_C = kernel_source("reduction/cpu.c")
 
 
 def _cpu(params):
@@ -151,54 +111,7 @@ CPU = (
 
 # -- CUDA ----------------------------------------------------------------------------------
 
-_CU = r'''
-extern "C" __global__ void reduce_naive(const float* __restrict__ x, float* __restrict__ y, i64 outer, i64 r, i64 inner) {
-    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= outer * inner) return;
-    i64 o = idx / inner, i = idx % inner;
-    const float* p = x + o * r * inner + i;
-    acc_t a = IDENTITY;
-    for (i64 k = 0; k < r; ++k) { acc_t b = p[k * inner]; a = COMBINE(a, b); }
-    y[idx] = FINAL(a, r);
-}
-
-// Block of 32 x RY threads: 32 neighbouring trailing positions (coalesced), RY partial results
-// along R merged through shared memory. For inner == 1, a block per output row instead.
-extern "C" __global__ void reduce_tiled(const float* __restrict__ x, float* __restrict__ y, i64 outer, i64 r, i64 inner) {
-    __shared__ acc_t part[RY][33];
-    if (inner == 1) {
-        i64 o = blockIdx.x;
-        if (o >= outer) return;
-        const float* p = x + o * r;
-        acc_t a = IDENTITY;
-        int t = threadIdx.y * 32 + threadIdx.x;
-        for (i64 k = t; k < r; k += 32 * RY) { acc_t b = p[k]; a = COMBINE(a, b); }
-        for (int off = 16; off > 0; off >>= 1) { acc_t b = __shfl_xor_sync(0xffffffffu, a, off); a = COMBINE(a, b); }
-        if (threadIdx.x == 0) part[threadIdx.y][0] = a;
-        __syncthreads();
-        if (t == 0) {
-            acc_t s = IDENTITY;
-            for (int j = 0; j < RY; ++j) { acc_t b = part[j][0]; s = COMBINE(s, b); }
-            y[o] = FINAL(s, r);
-        }
-        return;
-    }
-    i64 tiles = (inner + 31) / 32;
-    i64 o = blockIdx.x / tiles, i = (blockIdx.x % tiles) * 32 + threadIdx.x;
-    acc_t a = IDENTITY;
-    if (o < outer && i < inner) {
-        const float* p = x + o * r * inner + i;
-        for (i64 k = threadIdx.y; k < r; k += RY) { acc_t b = p[k * inner]; a = COMBINE(a, b); }
-    }
-    part[threadIdx.y][threadIdx.x] = a;
-    __syncthreads();
-    if (threadIdx.y == 0 && o < outer && i < inner) {
-        acc_t s = IDENTITY;
-        for (int j = 0; j < RY; ++j) { acc_t b = part[j][threadIdx.x]; s = COMBINE(s, b); }
-        y[o * inner + i] = FINAL(s, r);
-    }
-}
-'''
+_CU = kernel_source("reduction/gpu.cu")
 
 
 def _cuda(params):

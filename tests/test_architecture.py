@@ -13,7 +13,6 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 MAX_LINES = 500
 # Modules that are one concern and longer than the cap (docs/ARCHITECTURE.md says why).
 ALLOWLIST = {
-    "playbook/conv.py": "one family's data: the convolution recipes' CUDA and C sources with their variants",
     "runner/checks.py": "the static rules for candidate source, one rule set",
 }
 def doc_rules() -> dict[str, list[str]]:
