@@ -164,6 +164,8 @@ class Supervisor:
         try:
             while not should_stop():
                 time.sleep(interval)
+                if should_stop():  # Ctrl-C reaches the children too: never restart one it just stopped
+                    break
                 self.poll()
         finally:
             self.stop()
