@@ -55,6 +55,7 @@ def worker_overview(*, now=None) -> dict:
     queues = job_queue_summary(now=now)
     return {"workers": listed, "forgotten": len(rows) - len(listed), "queues": queues,
             "gpu_models": gpu_model_summary(listed), "warnings": _worker_warnings(listed, queues),
+            "shared_gpus": shared_gpus(listed),
             "throughput_window_minutes": THROUGHPUT_WINDOW.total_seconds() / 60,
             "heartbeat_seconds": Worker.HEARTBEAT_SECONDS, "stale_after": WORKER_STALE_AFTER.total_seconds(),
             "gone_after": WORKER_GONE_AFTER.total_seconds()}
@@ -136,6 +137,18 @@ def job_queue_summary(*, now) -> list[dict]:
                         "running": row.get("running", 0), "failed": row.get("failed", 0),
                         "oldest_queued_age": max((now - oldest).total_seconds(), 0) if oldest else None})
     return summary
+
+
+def shared_gpus(rows: list[dict]) -> list[dict]:
+    """GPUs that more than one live worker serves (the same UUID in their facts): they time each
+    other's kernels, so neither's times can be trusted. One evaluator per GPU."""
+    by_gpu: dict[str, list[str]] = {}
+    for row in rows:
+        uuid = (row["worker"].device_facts or {}).get("uuid")
+        if uuid and row["worker"].device == "cuda" and row["status"] == WORKER_ALIVE:
+            by_gpu.setdefault(uuid, []).append(row["worker"].name)
+    return [{"uuid": uuid, "model": next(r["device"]["model"] for r in rows if r["worker"].name == names[0]),
+             "workers": sorted(names)} for uuid, names in sorted(by_gpu.items()) if len(names) > 1]
 
 
 def _worker_warnings(workers: list[dict], queues: list[dict]) -> list[dict]:

@@ -114,3 +114,16 @@ def test_a_device_whose_facts_could_not_be_read_says_why_on_the_page(client):
     gpu_worker("host-cuda-gpu0", {"device": "cuda", "error": "CUDA is not available here"})
     html = client.get(reverse("worker_list")).content.decode()
     assert "CUDA is not available here" in html
+
+
+def test_two_live_workers_on_one_gpu_are_warned_about(client):
+    client.force_login(d.user())
+    gpu_worker("host-cuda-gpu0", H200_FACTS)
+    gpu_worker("host-cuda-extra", H200_FACTS)  # the same UUID: started by hand without CUDA_VISIBLE_DEVICES
+    gpu_worker("other-cuda-gpu0", H100_FACTS)
+    [shared] = selectors.worker_overview()["shared_gpus"]
+    assert shared["workers"] == ["host-cuda-extra", "host-cuda-gpu0"] and shared["uuid"] == H200_FACTS["uuid"]
+    html = client.get(reverse("worker_list")).content.decode()
+    assert "is served by 2 workers: host-cuda-extra, host-cuda-gpu0" in html
+    Worker.objects.filter(name="host-cuda-extra").update(heartbeat_at=ago(hours=2))  # gone: no longer shares
+    assert selectors.worker_overview()["shared_gpus"] == []
