@@ -140,7 +140,7 @@ class Supervisor:
                 wait = 0.0 if lived >= STEADY_AFTER else child.delay
                 child.due_at = now + wait
                 child.process = None
-                log.warning("evaluator for GPU %s exited (status %s after %.0f s); restarting in %.0f s",
+                log.warning("evaluator for GPU %s exited (status %s after %.1f s); restarting in %.1f s",
                             child.gpu, code, lived, wait)
             if now >= child.due_at:
                 child.restarts += 1

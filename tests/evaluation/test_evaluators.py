@@ -112,3 +112,27 @@ def test_one_pinned_evaluator_per_device_a_killed_one_comes_back_and_sigterm_sto
     finally:
         if supervisor.poll() is None:
             os.killpg(supervisor.pid, signal.SIGKILL)
+
+
+def test_a_child_that_keeps_dying_young_is_restarted_ever_more_slowly(tmp_path):
+    # A stand-in for manage.py that records what it was started with, then fails: the supervisor's
+    # real spawning, pinning and back-off, without Django's start-up in every child.
+    fake_manage = tmp_path / "manage.py"
+    fake_manage.write_text("import os, sys\n"
+                           f"open({str(tmp_path / 'starts')!r}, 'a').write("
+                           "os.environ['CUDA_VISIBLE_DEVICES'] + ' ' + ' '.join(sys.argv[1:]) + '\\n')\n"
+                           "sys.exit(3)\n")
+    from evaluation.supervisor import Supervisor
+
+    supervisor = Supervisor(gpus=["7"], device="cuda", evaluator_args=["--pool-size", "2"],
+                            manage_py=str(fake_manage), restart_delay=0.2)
+    deadline = time.monotonic() + 3.0
+    supervisor.run(lambda: time.monotonic() > deadline, interval=0.05)
+    [child] = supervisor.children
+    starts = (tmp_path / "starts").read_text().splitlines()
+    name = f"{socket.gethostname()}-cuda-gpu7"
+    assert set(starts) == {f"7 evaluator --device cuda --name {name} --pool-size 2"}
+    # waits of 0.4, 0.8, 1.6 s after each early death: 3 or 4 starts in 3 s, never a spin (the last
+    # one may be stopped before it wrote its line)
+    assert 3 <= child.restarts + 1 <= 4 and len(starts) in (child.restarts, child.restarts + 1)
+    assert set(child.exits) == {3} and child.delay == pytest.approx(0.2 * 2 ** len(child.exits))
