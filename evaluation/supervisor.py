@@ -32,7 +32,8 @@ class NoGpus(RuntimeError):
 
 def visible_gpus(environ=None) -> list[str]:
     """The GPUs to serve, as CUDA_VISIBLE_DEVICES entries: the caller's own CUDA_VISIBLE_DEVICES when
-    set (a host shared with other work), else every GPU NVML or nvidia-smi lists, by index."""
+    set (a host shared with other work), else every GPU NVML or nvidia-smi lists, by index. An empty
+    CUDA_VISIBLE_DEVICES counts as unset: shells and service files often export it blank."""
     environ = os.environ if environ is None else environ
     pinned = environ.get("CUDA_VISIBLE_DEVICES")
     if pinned is not None and pinned.strip():
