@@ -4,6 +4,8 @@ they change only when the hardware does, and a restart reads them again."""
 
 import logging
 
+from django.db import OperationalError
+
 from runner import devicefacts
 from searches.models import Worker
 
@@ -20,5 +22,8 @@ def record_device_facts(*, worker_name: str, device: str) -> dict:
     updates = {"device_facts": facts}
     if facts.get("name"):
         updates["device_name"] = facts["name"]
-    Worker.objects.filter(name=worker_name).update(**updates)
+    try:
+        Worker.objects.filter(name=worker_name).update(**updates)
+    except OperationalError:  # a busy database must not keep the worker from serving; a restart records them
+        log.warning("%s: device facts not recorded (database busy)", worker_name)
     return facts
