@@ -1,8 +1,7 @@
 // The search page: fold/unfold, filter, pick two nodes to compare, and live updates.
 //
-// Live updates: a websocket to /ws/searches/<code>/?after=<last seq>. Events are applied in
-// sequence order; a number already applied is ignored, so a replay after reconnecting never
-// doubles a node. Untrusted text (kernel names, idea titles) only ever goes in through
+// Live updates: the search's websocket (live_socket.js) hands over each event once, in order;
+// applying one is idempotent (a node is created once, then updated in place). Untrusted text (kernel names, idea titles) only ever goes in through
 // textContent, never parsed as markup.
 (function () {
   "use strict";
@@ -11,7 +10,7 @@
   const cfg = JSON.parse(configEl.textContent);
   const ZERO = "00000000-0000-0000-0000-000000000000";
   const root = document.getElementById("tree-root");
-  const state = { lastSeq: cfg.seq, ws: null, retry: 0, stopped: false, applied: 0 };
+  const state = { lastSeq: cfg.seq };
   const nodes = new Map(); // kernel id -> {parent, idea, status, ms, q, ok}
   window.kernelLabLive = state;
 
@@ -249,38 +248,5 @@
       default: break;  // kinds this page does not show
     }
   }
-  function onMessage(event) {
-    let message;
-    try { message = JSON.parse(event.data); } catch (e) { return; }
-    if (typeof message.seq !== "number" || message.seq <= state.lastSeq) return;  // a duplicate
-    if (message.seq > state.lastSeq + 1) { state.ws.close(); return; }  // a gap: reconnect and replay
-    apply(message);
-    state.lastSeq = message.seq;
-    state.applied += 1;
-    document.body.dataset.liveSeq = String(state.lastSeq);
-  }
-  function connect() {
-    if (state.stopped) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + cfg.ws + "?after=" + state.lastSeq);
-    state.ws = ws;
-    ws.onopen = () => { state.retry = 0; setText("live-state", "live"); document.body.dataset.live = "open"; };
-    ws.onmessage = onMessage;
-    ws.onclose = (event) => {
-      document.body.dataset.live = "closed";
-      if (state.ws !== ws) return;  // an older socket
-      if (state.stopped) { setText("live-state", "paused"); return; }
-      if (event.code === 4401) { state.stopped = true; setText("live-state", "live updates stopped: log in again"); return; }
-      if (event.code === 4404) { state.stopped = true; setText("live-state", "this search no longer exists"); return; }
-      const delay = Math.min(5000, 250 * 2 ** state.retry++);
-      setText("live-state", "reconnecting…");
-      setTimeout(connect, delay);
-    };
-  }
-  document.body.dataset.liveSeq = String(state.lastSeq);
-  // Drop the connection and come back later: the reconnect replays what was missed.
-  state.reconnect = () => { if (state.ws) state.ws.close(); };
-  state.pause = () => { state.stopped = true; if (state.ws) state.ws.close(); };
-  state.resume = () => { if (state.stopped) { state.stopped = false; connect(); } };
-  connect();
+  window.kernelLabFollowSearch(cfg.ws, state, apply);
 })();
