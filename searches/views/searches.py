@@ -114,10 +114,11 @@ def insights_context(search: Search, tree: dict) -> dict:
 
 @login_required
 def search_insights(request, code):
-    """The chart and the ideas table alone: the search page fetches them again as kernels land."""
+    """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
-    response = render(request, "searches/search/_insights.html",
-                      insights_context(search, selectors.search_tree(search=search)))
+    context = insights_context(search, selectors.search_tree(search=search))
+    context["provenance"] = selectors.search_provenance(search=search)
+    response = render(request, "searches/search/_live_parts.html", context)
     response["Cache-Control"] = "no-store"
     return response
 
