@@ -36,6 +36,8 @@ from .searches import (  # noqa: F401
     search_tree,
     search_best_speedup_by_round,
     search_idea_stats,
+    search_speedup_over_time,
+    search_idea_outcomes,
     search_parent_choices,
     search_planned_candidates,
     RANKED_KERNELS,

@@ -10,7 +10,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
-from lib.plots import speedup_chart
+from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_chart
 from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
@@ -19,6 +19,7 @@ from ..models import Kernel, Problem, Search, ShareLink, Verdict
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
+IDEA_CHART_ROWS = 12
 CONTROL_ACTIONS = {"pause": "search_pause", "resume": "search_resume", "cancel": "search_cancel"}
 
 
@@ -102,10 +103,14 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
 
 
 def insights_context(search: Search, tree: dict) -> dict:
-    """The chart of best speedups by round and the ideas' success rates."""
+    """The charts (best speedup by round, speedup over time, outcomes per idea) and the ideas' success rates."""
     idea_stats = selectors.search_idea_stats(tree)
+    over_time = selectors.search_speedup_over_time(tree, search.started_at or search.created_at)
+    # Drawn by lib.plots from numbers and escaped titles only.
     return {
         "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
+        "time_chart": mark_safe(speedup_over_time_chart(over_time)),  # noqa: S308
+        "ideas_chart": mark_safe(idea_outcomes_chart(selectors.search_idea_outcomes(idea_stats, IDEA_CHART_ROWS))),  # noqa: S308
         "all_idea_stats": idea_stats,
         "idea_stats": idea_stats[:IDEA_TABLE_ROWS],
         "idea_stats_more": max(0, len(idea_stats) - IDEA_TABLE_ROWS),
