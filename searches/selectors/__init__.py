@@ -1,6 +1,6 @@
 """Reads: the queries behind pages, exports and the engine. No writes here.
 
-One module per entity (problems, suites, searches, kernels, leaderboards, sharing); this module lists
+One module per entity (problems, suites, searches, kernels, leaderboards, sharing, the queue); this module lists
 them all, so callers write `selectors.search_tree(...)`.
 """
 
@@ -27,6 +27,12 @@ from .problems import (  # noqa: F401
     problem_latest_version,
     problem_validation_state,
     problem_by_reference,
+)
+from .queue import (  # noqa: F401
+    queue_recent_job_seconds,
+    queue_position,
+    queue_for_kernels,
+    queue_wait_text,
 )
 from .searches import (  # noqa: F401
     search_proposer_unavailable,

@@ -117,12 +117,23 @@ def insights_context(search: Search, tree: dict) -> dict:
     }
 
 
+def search_queue_note(search: Search) -> str:
+    """Where the search's waiting candidates stand in the evaluation queue, or ""."""
+    place = selectors.queue_for_kernels(Kernel.objects.filter(search=search).values("id"))
+    if not place:
+        return ""
+    text = selectors.queue_wait_text(place)
+    n = place["waiting"]
+    return f"{n} candidate{'s' if n != 1 else ''} wait{'' if n != 1 else 's'} for evaluation; the first: {text[0].lower()}{text[1:]}"
+
+
 @login_required
 def search_insights(request, code):
     """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
     context = insights_context(search, selectors.search_tree(search=search))
-    context["provenance"] = selectors.search_provenance(search=search)
+    context.update(provenance=selectors.search_provenance(search=search), queue_note=search_queue_note(search),
+                   fragment=True)
     response = render(request, "searches/search/_live_parts.html", context)
     response["Cache-Control"] = "no-store"
     return response
@@ -144,7 +155,7 @@ def search_detail(request, code):
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
         "parent_choices": selectors.search_parent_choices(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
-        "may_steer": services.may_steer(search, request.user),
+        "may_steer": services.may_steer(search, request.user), "queue_note": search_queue_note(search),
     })
     return render(request, "searches/search/detail.html", context)
 

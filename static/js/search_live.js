@@ -282,6 +282,9 @@
         .then((html) => {
           // Parsed in a detached document (inert: nothing in it runs), then moved in.
           const fresh = new DOMParser().parseFromString(html, "text/html").body;
+          // The queue note belongs to the progress card, above the tree.
+          const queue = fresh.querySelector("#queue-note-fresh"), note = document.getElementById("queue-note");
+          if (queue) { if (note) { note.textContent = queue.textContent; note.hidden = !queue.textContent.trim(); } queue.remove(); }
           insights.replaceChildren(...fresh.childNodes);
         })
         .catch(() => {})  // the next event tries again; the page stays as it was
