@@ -60,6 +60,7 @@ from .suites import (  # noqa: F401
     FAST_P,
     suite_list,
     suite_members,
+    suite_search_counts,
     suite_scores,
     suite_scores_export,
 )

@@ -10,7 +10,7 @@ import math
 
 from django.db.models import Count
 
-from searches.models import EvaluationJob, Kernel, Problem, Suite, Verdict
+from searches.models import EvaluationJob, Kernel, Problem, Search, Suite, Verdict
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
@@ -40,6 +40,12 @@ def suite_members(suite: Suite):
         stored_only = status == Problem.Validation.PENDING and m.problem_id not in queued
         m.validation_label = "Stored, not yet validated" if stored_only else m.problem.get_validation_status_display()
     return members
+
+
+def suite_search_counts(suite: Suite) -> dict:
+    """How many searches run on the suite's problems, and how many of them are still active."""
+    searches = Search.objects.filter(problem__suite_memberships__suite=suite)
+    return {"total": searches.count(), "active": searches.filter(status__in=Search.ACTIVE).count()}
 
 
 def fast_p_label(p: float) -> str:
