@@ -45,3 +45,19 @@ def test_the_page_and_its_live_fragment_draw_both_charts_and_the_provenance(clie
         assert 'id="time-chart-card"' in html and "svg class=\"chart over-time\"" in html, url
         assert 'svg class="chart ideas"' in html and "Tile &lt;it&gt;" in html, url
         assert html.count('id="provenance"') == 1 and d.ENV["driver"] in html, url
+
+
+def test_a_bounded_flop_count_makes_the_speed_of_light_an_upper_bound(client, search):
+    problem = search.problem
+    problem.flops, problem.min_bytes = 51e12 * 1e-3, 0  # 1 ms of H200 fp32 compute: "fast" (0.5 ms) reads 200%
+    problem.save()
+    fast = search.kernels.get(name="fast")
+    exact = selectors.speed_of_light(problem, fast)
+    problem.validation = {**problem.validation, "flops_upper_bound": True}
+    problem.save()
+    bound = selectors.speed_of_light(problem, fast)
+    assert exact["upper_bound"] is False and bound["upper_bound"] is True
+    assert bound["basis"].startswith("at most") and "overstates the work" in bound["basis"]
+    page = client.get(reverse("kernel_detail", args=[fast.code])).content.decode()
+    assert "at most" in page and "overstates the work" in page
+    assert 'id="flops-upper-bound"' in client.get(reverse("problem_detail", args=[problem.code])).content.decode()
