@@ -21,6 +21,7 @@ from django.db import transaction
 from evaluation import queue
 from searches.models import Device, EvaluationJob, Problem, Search, Suite, SuiteProblem
 from searches.problem_checks import model_docstring, size_error
+from searches.problem_memory import input_bytes
 
 from .kernels import kernel_submit
 from .problems import problem_create
@@ -42,6 +43,7 @@ class ImportRow:
     level: int | None = None
     number: int | None = None
     missing_modules: list[str] = field(default_factory=list)
+    input_bytes: int | None = None  # one set of inputs, read from the source (searches.problem_memory)
 
 
 @dataclass
@@ -179,6 +181,7 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
                 row.outcome = ACCEPTED
                 by_hash[digest] = row.problem.pk
             row.missing_modules = missing_modules(source)
+            row.input_bytes = input_bytes(source)
         except ValidationError as error:
             row.reason = _reason(error)
         if row.problem is not None and row.problem.pk not in members:
