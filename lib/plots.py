@@ -140,6 +140,16 @@ def _time_unit(seconds: float) -> tuple[float, str]:
     return 3600.0, "h"
 
 
+def _time_ticks(top: float) -> list[float]:
+    """0 and round steps (1, 2 or 5 times a power of ten) up to `top`, at most six of them."""
+    step = 10 ** math.floor(math.log10(top / 5)) if top > 0 else 1
+    for factor in (1, 2, 5, 10):
+        if top / (step * factor) <= 5:
+            step *= factor
+            break
+    return [round(i * step, 10) for i in range(int(top / step + 1e-9) + 1)]
+
+
 def speedup_over_time_chart(points: list[dict], *, width: int = 520, height: int = 200) -> str:
     """Each ranked kernel as a dot at the time its verdict landed (seconds since the search
     started) and its speedup over eager; the best found so far as a step line, vs eager and vs
@@ -165,9 +175,8 @@ def speedup_over_time_chart(points: list[dict], *, width: int = 520, height: int
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
                      f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(1):.1f}" y2="{y(1):.1f}" class="parity"/>')
-    for i in range(5):
-        t = t_max * i / 4
-        parts.append(f'<text x="{x(t):.1f}" y="{height - 8}" text-anchor="middle">{t / scale:.3g} {unit}</text>')
+    for t in _time_ticks(t_max / scale):
+        parts.append(f'<text x="{x(t * scale):.1f}" y="{height - 8}" text-anchor="middle">{t:g} {unit}</text>')
     for key in ("eager", "compile"):
         best, steps = None, []
         for p in points:

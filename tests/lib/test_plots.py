@@ -69,7 +69,7 @@ def test_the_best_speedup_over_time_steps_up_only_when_a_faster_kernel_lands():
     compile_ = polyline(svg, "compile")
     assert len(compile_) == 4  # 1.2 at 0, up to 1.6 at 90, then flat to the end
     assert svg.count('class="dot-eager kernel-dot"') == 4
-    assert "0 s</text>" in svg and "90 s</text>" in svg
+    assert ">0 s</text>" in svg and ">80 s</text>" in svg and "90 s" not in svg  # round ticks
 
 
 def test_a_long_search_reads_its_time_in_minutes_and_nothing_ranked_draws_nothing():
