@@ -61,6 +61,7 @@ from .suites import (  # noqa: F401
     suite_list,
     suite_members,
     suite_search_counts,
+    suite_progress,
     suite_scores,
     suite_scores_export,
 )

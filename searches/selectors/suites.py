@@ -50,6 +50,18 @@ def suite_search_counts(suite: Suite) -> dict:
     return {"total": searches.count(), "active": searches.filter(status__in=Search.ACTIVE).count()}
 
 
+def suite_progress(suite: Suite) -> dict:
+    """Work on the suite's problems not finished yet: validations, kernels, searches; `busy` if any."""
+    problems = Problem.objects.filter(suite_memberships__suite=suite)
+    validations = EvaluationJob.objects.filter(
+        problem__in=problems, purpose=EvaluationJob.Purpose.VALIDATE,
+        status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)).count()
+    kernels = Kernel.objects.filter(problem__in=problems, status__in=_UNFINISHED).count()
+    searches = Search.objects.filter(problem__in=problems, status__in=Search.ACTIVE).count()
+    return {"validations": validations, "kernels": kernels, "searches": searches,
+            "busy": bool(validations or kernels or searches)}
+
+
 def fast_p_label(p: float) -> str:
     return f"fast_{p:g}"
 

@@ -47,7 +47,11 @@ def suite_import(request):
 def suite_detail(request, code):
     suite = get_object_or_404(Suite, code=code)
     context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
-               "search_counts": selectors.suite_search_counts(suite)}
+               "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite)}
+    if request.GET.get("fragment"):  # what the page's script fetches again while work is in progress
+        response = render(request, "searches/suites/_live.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
     return render(request, "searches/suites/detail.html", context)
 
 

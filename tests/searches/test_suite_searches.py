@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from searches import services
-from searches.models import Search, Suite, SuiteProblem
+from searches.models import EvaluationJob, Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX
@@ -52,3 +52,19 @@ def test_the_suite_page_starts_them_in_one_request(client, suite):
     detail = client.get(reverse("suite_detail", args=[suite.code])).content.decode()
     assert reverse("suite_search", args=[suite.code]) in detail
     assert "2 searches on these problems, 2 queued or running" in detail
+
+
+def test_the_suite_page_says_what_is_in_progress_and_serves_its_moving_part(client, suite):
+    client.force_login(d.user())
+    url = reverse("suite_detail", args=[suite.code])
+    assert 'data-busy="false"' in client.get(url).content.decode()
+    services.suite_start_searches(user=None, suite=suite, name="", **KNOBS)
+    waiting = suite.members.get(number=3).problem
+    EvaluationJob.objects.create(problem=waiting, purpose="validate")
+    d.kernel(problem=waiting, status="pending", run=False)
+    page = client.get(url).content.decode()
+    assert 'data-busy="true"' in page and "suite_live.js" in page
+    fragment = client.get(url + "?fragment=1")
+    html = fragment.content.decode()
+    assert fragment["Cache-Control"] == "no-store" and "<html" not in html
+    assert "In progress: 1 validation and 1 kernel waiting or running, 2 searches queued or running." in html
