@@ -6,7 +6,7 @@ commit order. After commit the event is pushed to open browsers (see `live.fanou
 a browser never hears of a row the database does not have.
 
 Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
-  search.status   {"status", "stop_reason", "current_round", "started_at", "finished_at"}
+  search.status   {"status", "stop_reason", "current_round", "started_at", "finished_at", "elapsed_s"}
   search.progress {"candidates_evaluated", "tokens_in", "tokens_out", "cost_usd", "current_round"}
   round.started   {"round"}
   idea.created    idea_payload(idea)
@@ -72,6 +72,9 @@ def publish_search_status(search: Search) -> SearchEvent:
     return publish(search.id, "search.status", {
         "status": search.status, "stop_reason": search.stop_reason, "current_round": search.current_round,
         "started_at": _iso(search.started_at), "finished_at": _iso(search.finished_at),
+        # Finished: the page shows the server's figure (browsers parse times to the millisecond only).
+        "elapsed_s": ((search.finished_at - search.started_at).total_seconds()
+                      if search.started_at and search.finished_at else None),
     })
 
 

@@ -248,8 +248,8 @@
     if (elapsed && p.started_at) {
       elapsed.dataset.started = p.started_at;
       if (p.finished_at) elapsed.dataset.finished = p.finished_at;
-      const end = p.finished_at ? Date.parse(p.finished_at) : Date.now();
-      elapsed.textContent = Math.max(0, Math.round((end - Date.parse(p.started_at)) / 1000)) + " s";
+      const seconds = typeof p.elapsed_s === "number" ? p.elapsed_s : (Date.now() - Date.parse(p.started_at)) / 1000;
+      elapsed.textContent = Math.max(0, Math.round(seconds)) + " s";
     }
   }
   function applyProgress(p) {

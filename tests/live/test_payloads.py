@@ -1,5 +1,7 @@
 """What the live payloads carry, so an open page can draw a change without a reload."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import transaction
 
@@ -30,3 +32,8 @@ def test_a_status_event_carries_the_start_and_finish_times():
         events.publish_search_status(s)
     last = SearchEvent.objects.filter(search=s).order_by("-seq").first().payload
     assert last["finished_at"] == s.created_at.isoformat()
+    assert last["elapsed_s"] is None  # never started
+    s.started_at = s.created_at - timedelta(seconds=2.5)
+    with transaction.atomic():
+        events.publish_search_status(s)
+    assert SearchEvent.objects.filter(search=s).order_by("-seq").first().payload["elapsed_s"] == 2.5
