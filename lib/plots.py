@@ -130,3 +130,97 @@ def _ticks(y_max: float) -> list[float]:
         ticks.append(round(t, 2))
         t += step
     return ticks
+
+
+def _time_unit(seconds: float) -> tuple[float, str]:
+    if seconds < 120:
+        return 1.0, "s"
+    if seconds < 7200:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+def _time_ticks(top: float) -> list[float]:
+    """0 and round steps (1, 2 or 5 times a power of ten) up to `top`, at most six of them."""
+    step = 10 ** math.floor(math.log10(top / 5)) if top > 0 else 1
+    for factor in (1, 2, 5, 10):
+        if top / (step * factor) <= 5:
+            step *= factor
+            break
+    return [round(i * step, 10) for i in range(int(top / step + 1e-9) + 1)]
+
+
+def speedup_over_time_chart(points: list[dict], *, width: int = 520, height: int = 200) -> str:
+    """Each ranked kernel as a dot at the time its verdict landed (seconds since the search
+    started) and its speedup over eager; the best found so far as a step line, vs eager and vs
+    torch.compile. Steps, not slopes: between two verdicts nothing better was known."""
+    points = sorted((p for p in points if p.get("t") is not None), key=lambda p: p["t"])
+    values = [p[k] for p in points for k in ("eager", "compile") if p.get(k) is not None]
+    if not values:
+        return ""
+    left, right, top, bottom = 44, 12, 12, 28
+    t_max = max(1.0, points[-1]["t"])
+    scale, unit = _time_unit(t_max)
+    y_max = max(1.2, max(values) * 1.1)
+
+    def x(t):
+        return left + (width - left - right) * t / t_max
+
+    def y(v):
+        return top + (height - top - bottom) * (1 - v / y_max)
+
+    parts = [f'<svg class="chart over-time" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+             f'role="img" aria-label="Speedup of each ranked kernel over time, {len(points)} kernels">']
+    for tick in _ticks(y_max):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
+    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(1):.1f}" y2="{y(1):.1f}" class="parity"/>')
+    for t in _time_ticks(t_max / scale):
+        parts.append(f'<text x="{x(t * scale):.1f}" y="{height - 8}" text-anchor="middle">{t:g} {unit}</text>')
+    for key in ("eager", "compile"):
+        best, steps = None, []
+        for p in points:
+            v = p.get(key)
+            if v is None or (best is not None and v <= best):
+                continue
+            if best is not None:
+                steps.append((x(p["t"]), y(best)))
+            best = v
+            steps.append((x(p["t"]), y(v)))
+        if steps:
+            steps.append((x(t_max), steps[-1][1]))
+            path = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in steps)
+            parts.append(f'<polyline class="line-{key}" points="{path}"/>')
+    parts.extend(f'<circle class="dot-eager kernel-dot" cx="{x(p["t"]):.1f}" cy="{y(p["eager"]):.1f}" r="2.5"/>'
+                 for p in points if p.get("eager") is not None)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def idea_outcomes_chart(rows: list[dict], *, width: int = 520, label_width: int = 190, bar: int = 14) -> str:
+    """One bar per idea: its kernels correct (green), failed (red) and still waiting (grey), on
+    a shared scale, with the best speedup over eager at the end. Titles are escaped."""
+    if not rows:
+        return ""
+    top, gap, right = 6, 5, 56
+    height = top + len(rows) * (bar + gap) + 4
+    peak = max(1, max(r["correct"] + r["failed"] + r["waiting"] for r in rows))
+    unit = (width - label_width - right) / peak
+    parts = [f'<svg class="chart ideas" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+             f'aria-label="Outcomes of the kernels of {len(rows)} ideas">']
+    for i, row in enumerate(rows):
+        y0 = top + i * (bar + gap)
+        title = row["title"] if len(row["title"]) <= 30 else row["title"][:29] + "…"
+        parts.append(f'<text x="{label_width - 6}" y="{y0 + bar - 3}" text-anchor="end">'
+                     f'<title>{escape(row["title"])}</title>{escape(title)}</text>')
+        x0 = float(label_width)
+        for key in ("correct", "failed", "waiting"):
+            if row[key]:
+                w = unit * row[key]
+                parts.append(f'<rect class="seg-{key}" x="{x0:.1f}" y="{y0}" width="{w:.1f}" height="{bar}">'
+                             f'<title>{row[key]} {key}</title></rect>')
+                x0 += w
+        if row.get("best") is not None:
+            parts.append(f'<text class="best-speedup" x="{x0 + 4:.1f}" y="{y0 + bar - 3}">{row["best"]:.2f}×</text>')
+    parts.append("</svg>")
+    return "".join(parts)

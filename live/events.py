@@ -6,7 +6,7 @@ commit order. After commit the event is pushed to open browsers (see `live.fanou
 a browser never hears of a row the database does not have.
 
 Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
-  search.status   {"status", "stop_reason", "current_round"}
+  search.status   {"status", "stop_reason", "current_round", "started_at", "finished_at", "elapsed_s"}
   search.progress {"candidates_evaluated", "tokens_in", "tokens_out", "cost_usd", "current_round"}
   round.started   {"round"}
   idea.created    idea_payload(idea)
@@ -53,6 +53,7 @@ def kernel_payload(kernel) -> dict:
         "origin": kernel.origin,
         "idea_id": kernel.idea_id,
         "parent_id": kernel.parent_id,
+        "repair_of_id": kernel.repair_of_id,  # the lineage view hangs a repair under what it repairs
         "status": kernel.status,
         "reason": kernel.reason[:500],
         "quarantined": kernel.quarantined,
@@ -67,9 +68,18 @@ def kernel_payload(kernel) -> dict:
 
 
 def publish_search_status(search: Search) -> SearchEvent:
+    # The times let an open page start (and stop) its elapsed clock without a reload.
     return publish(search.id, "search.status", {
         "status": search.status, "stop_reason": search.stop_reason, "current_round": search.current_round,
+        "started_at": _iso(search.started_at), "finished_at": _iso(search.finished_at),
+        # Finished: the page shows the server's figure (browsers parse times to the millisecond only).
+        "elapsed_s": ((search.finished_at - search.started_at).total_seconds()
+                      if search.started_at and search.finished_at else None),
     })
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 def publish_search_progress(search_id: int) -> SearchEvent:

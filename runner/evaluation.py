@@ -42,7 +42,7 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
     limited = sandbox.limit_hit("runtime_error", raw["reason"]) if raw["status"] != "ok" else None
     if limited:
         result["reason"] = f"the problem could not be run: {limited[1]}"
-    for name in ("outputs", "family", "flops", "min_bytes"):
+    for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
     if result["status"] == "ok":
@@ -53,7 +53,8 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
 
 def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
-            "min_bytes": None, "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
+            "flops_upper_bound": None, "min_bytes": None,
+            "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "environment": environment_of(None, None)}
 
 

@@ -163,7 +163,7 @@ def run_validate(job: dict, env: dict) -> dict:
         # One traced forward gives both: the FLOPs the output needs and the family with conv
         # dimensionality (aten op names alone cannot tell a Conv3d from a Conv2d).
         known = facts.flop_facts(model, inputs)
-        flops, family = known["flops"], known["family"]
+        flops, family, upper = known["flops"], known["family"], known["flops_upper_bound"]
         params = list(model.parameters()) + list(model.buffers())
         min_bytes = problems.tensor_bytes(inputs) + problems.tensor_bytes(outputs) + problems.tensor_bytes(params)
         described = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
@@ -174,7 +174,7 @@ def run_validate(job: dict, env: dict) -> dict:
                 f"{compiling.first_line(str(exc))}", "log": compiling.short_traceback(exc)}
     baseline = time_baselines(module, model, device, seed, compile_baseline=job.get("compile_baseline", True))
     return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
-            "min_bytes": min_bytes, "baseline": baseline, "environment": env}
+            "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env}
 
 
 def time_baselines(module, model, device: str, seed: int, *, compile_baseline: bool = True) -> dict:

@@ -149,7 +149,8 @@ def _timing(raw) -> dict | None:
 
 # --- validation and environment -------------------------------------------------------------
 
-VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "min_bytes", "baseline", "environment", "log")
+VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "flops_upper_bound", "min_bytes", "baseline",
+                   "environment", "log")
 ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation")
 
 
@@ -161,6 +162,9 @@ def validation(raw) -> dict:
     clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000),
              "family": _text(raw.get("family"), "family", 64, optional=True),
              "flops": _number(raw.get("flops"), "flops", optional=True, high=1e30),
+             # True: the FLOPs may count work the output does not need (runner.facts), so a
+             # compute-bound speed of light is only an upper bound.
+             "flops_upper_bound": _bool(raw.get("flops_upper_bound"), "flops_upper_bound", optional=True),
              "min_bytes": _number(raw.get("min_bytes"), "min_bytes", optional=True, high=1e18),
              "outputs": None, "baseline": {}}
     if raw.get("outputs") is not None:

@@ -26,6 +26,7 @@ urlpatterns += [
     path("suites/import/", suites.suite_import, name="suite_import"),
     path("suites/<uuid:code>/", suites.suite_detail, name="suite_detail"),
     path("suites/<uuid:code>/validate/", suites.suite_validate, name="suite_validate"),
+    path("suites/<uuid:code>/search/", suites.suite_search, name="suite_search"),
     path("suites/<uuid:code>/scores.json", suites.suite_export, {"fmt": "json"}, name="suite_json"),
     path("suites/<uuid:code>/scores.csv", suites.suite_export, {"fmt": "csv"}, name="suite_csv"),
 ]

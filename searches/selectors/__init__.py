@@ -1,6 +1,6 @@
 """Reads: the queries behind pages, exports and the engine. No writes here.
 
-One module per entity (problems, suites, searches, kernels, leaderboards, sharing); this module lists
+One module per entity (problems, suites, searches, kernels, leaderboards, sharing, the queue); this module lists
 them all, so callers write `selectors.search_tree(...)`.
 """
 
@@ -28,6 +28,12 @@ from .problems import (  # noqa: F401
     problem_validation_state,
     problem_by_reference,
 )
+from .queue import (  # noqa: F401
+    queue_recent_job_seconds,
+    queue_position,
+    queue_for_kernels,
+    queue_wait_text,
+)
 from .searches import (  # noqa: F401
     search_proposer_unavailable,
     search_leaderboard,
@@ -36,6 +42,8 @@ from .searches import (  # noqa: F401
     search_tree,
     search_best_speedup_by_round,
     search_idea_stats,
+    search_speedup_over_time,
+    search_idea_outcomes,
     search_parent_choices,
     search_planned_candidates,
     RANKED_KERNELS,
@@ -52,6 +60,8 @@ from .suites import (  # noqa: F401
     FAST_P,
     suite_list,
     suite_members,
+    suite_search_counts,
+    suite_progress,
     suite_scores,
     suite_scores_export,
 )

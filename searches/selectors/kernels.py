@@ -13,7 +13,14 @@ def speed_of_light(problem, kernel) -> dict | None:
     if get("status") != Verdict.CORRECT:
         return None
     return ceilings.speed_of_light(device_name=get("device_name"), flops=problem.flops, min_bytes=problem.min_bytes,
-                                   precision=get("precision"), median_ms=get("median_ms"))
+                                   precision=get("precision"), median_ms=get("median_ms"),
+                                   flops_upper_bound=problem_flops_upper_bound(problem))
+
+
+def problem_flops_upper_bound(problem) -> bool:
+    """Whether the runner said the problem's FLOPs may count work its output does not need (kept
+    in the stored validation; problems validated before it was reported read as exact)."""
+    return bool((problem.validation or {}).get("flops_upper_bound"))
 
 
 def kernel_is_ranked(kernel) -> bool:

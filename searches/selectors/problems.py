@@ -8,6 +8,8 @@ from django.db.models.functions import Coalesce
 from evaluation.selectors import evaluator_seen
 from searches.models import Device, EvaluationJob, Problem, Search
 
+from .queue import queue_position, queue_wait_text
+
 
 def _lineage_search_count():
     searches = (
@@ -69,17 +71,19 @@ def problem_validation_state(problem: Problem) -> dict:
         return {"status": "running", "badge": "running", "label": "Validating…", "pending": True,
                 "message": f"Validating in a sandbox on {job.lease_owner or 'an evaluator'}: running the reference "
                            "and timing the eager and torch.compile baselines."}
+    place = queue_wait_text(queue_position(job)) if evaluator_seen(problem.device) else ""
     if problem.device == Device.CUDA:
         message = "Waiting for a CUDA worker: this problem runs on a GPU, so a CPU evaluator will not take it."
-        if not evaluator_seen(Device.CUDA):
+        if not place:
             message += (" No CUDA evaluator has reported in the last two minutes; start one on a GPU host with "
                         "RUNNER_DEVICE=cuda python manage.py evaluator.")
         return {"status": "queued", "badge": "queued", "label": "Waiting for a CUDA worker", "pending": True,
-                "message": message}
+                "message": f"{message} {place}".strip(), "queue": place}
     message = "Queued for validation by the evaluator."
-    if not evaluator_seen(Device.CPU):
+    if not place:
         message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
-    return {"status": "queued", "badge": "queued", "label": "Validating…", "pending": True, "message": message}
+    return {"status": "queued", "badge": "queued", "label": "Validating…", "pending": True,
+            "message": f"{message} {place}".strip(), "queue": place}
 
 
 def problem_by_reference(reference: str) -> Problem | None:

@@ -54,7 +54,7 @@ def search_counts(*, search: Search) -> dict:
 
 TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
                "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin", "device_name",
-               "precision")
+               "precision", "evaluated_at")
 
 
 def search_tree(*, search: Search) -> dict:
@@ -122,6 +122,23 @@ def search_best_speedup_by_round(tree: dict, last_round: int) -> list[dict]:
         # `ranked`: how many ranked kernels the round itself produced (0: nothing to plot there).
         series.append({"round": r, "eager": best_eager, "compile": best_compile, "ranked": len(per_round.get(r, []))})
     return series
+
+
+def search_speedup_over_time(tree: dict, started_at) -> list[dict]:
+    """Each ranked kernel's speedups at the time its verdict landed, in seconds since `started_at`
+    (kernels copied by a fork keep their original time, so they count from 0)."""
+    points = []
+    for k in tree["kernels"]:
+        if kernel_is_ranked(k) and k["evaluated_at"] is not None and started_at is not None:
+            points.append({"t": max(0.0, (k["evaluated_at"] - started_at).total_seconds()),
+                           "eager": k["speedup_vs_eager"], "compile": k["speedup_vs_compile"]})
+    return points
+
+
+def search_idea_outcomes(idea_stats: list[dict], limit: int = 12) -> list[dict]:
+    """The first `limit` ideas of `search_idea_stats`: kernels correct, failed and waiting, best speedup."""
+    return [{"title": s["idea"]["title"], "correct": s["correct"], "failed": s["evaluated"] - s["correct"],
+             "waiting": s["kernels"] - s["evaluated"], "best": s["best_speedup"]} for s in idea_stats[:limit]]
 
 
 def search_idea_stats(tree: dict) -> list[dict]:

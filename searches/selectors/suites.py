@@ -10,7 +10,8 @@ import math
 
 from django.db.models import Count
 
-from searches.models import EvaluationJob, Kernel, Problem, Suite, Verdict
+from searches.models import EvaluationJob, Kernel, Problem, Search, Suite, Verdict
+from searches.problem_memory import input_bytes
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
@@ -39,7 +40,26 @@ def suite_members(suite: Suite):
         status = m.problem.validation_status
         stored_only = status == Problem.Validation.PENDING and m.problem_id not in queued
         m.validation_label = "Stored, not yet validated" if stored_only else m.problem.get_validation_status_display()
+        m.input_bytes = input_bytes(m.problem.source)  # read from the source: known before any validation
     return members
+
+
+def suite_search_counts(suite: Suite) -> dict:
+    """How many searches run on the suite's problems, and how many of them are still active."""
+    searches = Search.objects.filter(problem__suite_memberships__suite=suite)
+    return {"total": searches.count(), "active": searches.filter(status__in=Search.ACTIVE).count()}
+
+
+def suite_progress(suite: Suite) -> dict:
+    """Work on the suite's problems not finished yet: validations, kernels, searches; `busy` if any."""
+    problems = Problem.objects.filter(suite_memberships__suite=suite)
+    validations = EvaluationJob.objects.filter(
+        problem__in=problems, purpose=EvaluationJob.Purpose.VALIDATE,
+        status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)).count()
+    kernels = Kernel.objects.filter(problem__in=problems, status__in=_UNFINISHED).count()
+    searches = Search.objects.filter(problem__in=problems, status__in=Search.ACTIVE).count()
+    return {"validations": validations, "kernels": kernels, "searches": searches,
+            "busy": bool(validations or kernels or searches)}
 
 
 def fast_p_label(p: float) -> str:
@@ -81,6 +101,7 @@ def _problem_row(member, kernels) -> dict:
         "number": member.number,
         "file": member.file_name,
         "problem": member.problem,
+        "input_bytes": getattr(member, "input_bytes", None),
         "outcome": _outcome(kernels),
         "correct": bool(trusted),
         "best_kernel": best["eager"] or (trusted[0] if trusted else None),
@@ -142,7 +163,7 @@ def suite_scores_export(suite: Suite) -> dict:
             {
                 "level": r["level"], "number": r["number"], "file": r["file"],
                 "problem": r["problem"].name, "problem_code": str(r["problem"].code),
-                "outcome": r["outcome"],
+                "outcome": r["outcome"], "input_bytes": r["input_bytes"],
                 "best_kernel_code": str(r["best_kernel"].code) if r["best_kernel"] else None,
                 "speedup_vs_eager": r["speedup_vs_eager"], "speedup_vs_compile": r["speedup_vs_compile"],
             }

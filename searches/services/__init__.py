@@ -56,6 +56,8 @@ from .suites import (  # noqa: F401
     suite_sweep,
     suite_request_validation,
     solution_position,
+    SearchSweepRow,
+    suite_start_searches,
 )
 from .sharing import (  # noqa: F401
     share_link_create,

@@ -1,4 +1,5 @@
-"""Writes on suites: importing many KernelBench problem files at once into a named suite.
+"""Writes on suites: importing many KernelBench problem files at once into a named suite, judging
+a folder of solutions against it, and starting one search configuration over all its problems.
 
 One import is one transaction and, from the web, one request: it counts once against the
 rate limit on work. Imported problems are stored, not yet validated, unless asked: queueing
@@ -18,11 +19,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from evaluation import queue
-from searches.models import Device, EvaluationJob, Problem, Suite, SuiteProblem
+from searches.models import Device, EvaluationJob, Problem, Search, Suite, SuiteProblem
 from searches.problem_checks import model_docstring, size_error
+from searches.problem_memory import input_bytes
 
 from .kernels import kernel_submit
 from .problems import problem_create
+from .searches import search_start
 
 ACCEPTED, DUPLICATE, REFUSED = "accepted", "duplicate", "refused"
 MAX_FILES = 2000  # a zip with more entries than this is not a suite of problems
@@ -40,6 +43,7 @@ class ImportRow:
     level: int | None = None
     number: int | None = None
     missing_modules: list[str] = field(default_factory=list)
+    input_bytes: int | None = None  # one set of inputs, read from the source (searches.problem_memory)
 
 
 @dataclass
@@ -177,6 +181,7 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
                 row.outcome = ACCEPTED
                 by_hash[digest] = row.problem.pk
             row.missing_modules = missing_modules(source)
+            row.input_bytes = input_bytes(source)
         except ValidationError as error:
             row.reason = _reason(error)
         if row.problem is not None and row.problem.pk not in members:
@@ -285,4 +290,36 @@ def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
         rows.append(row)
         if progress:
             progress(done, len(files), row)
+    return rows
+
+
+# --- search sweeps: one search configuration over every problem of a suite --------------------
+
+STARTED = "started"
+
+
+@dataclass
+class SearchSweepRow:
+    member: SuiteProblem
+    outcome: str  # started or refused
+    reason: str = ""
+    search: Search | None = None
+
+
+def suite_start_searches(*, user, suite: Suite, **search_fields) -> list[SearchSweepRow]:
+    """Start one search per problem of the suite, each with the same knobs and its own budget
+    (the budgets in `search_fields` apply to every search alone). A problem the search cannot run
+    on (not validated, or a proposer that cannot serve it) is refused with the reason; the others
+    start anyway, each in its own transaction, and advance on the task queue like any search."""
+    rows = []
+    for member in suite.members.select_related("problem").order_by("level", "number", "id"):
+        name = search_fields.get("name") or ""
+        fields = {**search_fields, "name": f"{name or suite.name}: {member.problem.name}"[:200]}
+        try:
+            with transaction.atomic():
+                search = search_start(problem=member.problem, user=user, **fields)
+        except ValidationError as error:
+            rows.append(SearchSweepRow(member=member, outcome=REFUSED, reason=_reason(error)))
+        else:
+            rows.append(SearchSweepRow(member=member, outcome=STARTED, search=search))
     return rows

@@ -63,6 +63,7 @@ def kernel_detail(request, code):
         "children": kernel.children.order_by("id")[:50],
         "compare_candidates": candidates,
         "pending_rerun": selectors.kernel_pending_rerun(kernel=kernel),
+        "queue_note": selectors.queue_wait_text(selectors.queue_for_kernels([kernel.id])),
         "share_links": selectors.share_links_for(kernel=kernel, kind=ShareLink.Kind.KERNEL),
         "share_kind": ShareLink.Kind.KERNEL,
         "may_approve": services.may_approve(kernel, request.user),

@@ -15,6 +15,7 @@ from .. import selectors, services
 from ..forms import ProblemCreateForm, ProblemForm
 from ..models import Problem
 from ..problem_checks import human_size
+from ..problem_memory import input_bytes
 
 
 def _form_page(request, context):
@@ -41,6 +42,7 @@ def problem_detail(request, code):
         "latest": selectors.problem_latest_version(problem),
         "versions": selectors.problem_versions(problem),
         "validation": problem.validation or {},
+        "input_bytes": input_bytes(problem.source),
         "may_edit": services.may_edit_problem(problem, request.user),
     }
     return render(request, "searches/problems/detail.html", context)

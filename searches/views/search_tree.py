@@ -91,9 +91,12 @@ def render_tree(tree: dict, *, kernel_url=None, pickable: bool = True, shown: se
         name = escape(kernel_label(k))
         link = f'<a href="{url_head}{k["code"]}{url_tail}">{name}</a>' if kernel_url else f'<span class="n">{name}</span>'
         ms = "" if k["median_ms"] is None else k["median_ms"]
+        # The speedups let the live script redraw the "Best:" line when a faster kernel lands.
+        speeds = "" if k["speedup_vs_eager"] is None and k["speedup_vs_compile"] is None else (
+            f' data-se="{_or_empty(k["speedup_vs_eager"])}" data-sc="{_or_empty(k["speedup_vs_compile"])}"')
         out.append(
             f'<li class="{classes}" id="k-{k["id"]}" data-p="{k["parent_id"] or ""}" data-i="{k["idea_id"] or ""}" '
-            f'data-r="{k["round"]}" data-s="{k["status"]}" data-ms="{ms}"{flags}>'
+            f'data-r="{k["round"]}" data-s="{k["status"]}" data-ms="{ms}"{speeds}{flags}>'
             f'<div class="row"><i class="m">{mark}</i>{link}<small>R{k["round"]} · {label}</small>'
         )
         if k["median_ms"] is not None:
@@ -135,6 +138,10 @@ def render_tree(tree: dict, *, kernel_url=None, pickable: bool = True, shown: se
         idea_node(idea)
     out.append("</ul>")
     return "".join(out)
+
+
+def _or_empty(value) -> str:
+    return "" if value is None else repr(float(value))
 
 
 def _rate(stat: dict | None) -> str:

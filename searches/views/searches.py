@@ -10,7 +10,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
-from lib.plots import speedup_chart
+from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_chart
 from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
@@ -19,6 +19,7 @@ from ..models import Kernel, Problem, Search, ShareLink, Verdict
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
+IDEA_CHART_ROWS = 12
 CONTROL_ACTIONS = {"pause": "search_pause", "resume": "search_resume", "cancel": "search_cancel"}
 
 
@@ -102,22 +103,38 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
 
 
 def insights_context(search: Search, tree: dict) -> dict:
-    """The chart of best speedups by round and the ideas' success rates."""
+    """The charts (best speedup by round, speedup over time, outcomes per idea) and the ideas' success rates."""
     idea_stats = selectors.search_idea_stats(tree)
+    over_time = selectors.search_speedup_over_time(tree, search.started_at or search.created_at)
+    # Drawn by lib.plots from numbers and escaped titles only.
     return {
         "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
+        "time_chart": mark_safe(speedup_over_time_chart(over_time)),  # noqa: S308
+        "ideas_chart": mark_safe(idea_outcomes_chart(selectors.search_idea_outcomes(idea_stats, IDEA_CHART_ROWS))),  # noqa: S308
         "all_idea_stats": idea_stats,
         "idea_stats": idea_stats[:IDEA_TABLE_ROWS],
         "idea_stats_more": max(0, len(idea_stats) - IDEA_TABLE_ROWS),
     }
 
 
+def search_queue_note(search: Search) -> str:
+    """Where the search's waiting candidates stand in the evaluation queue, or ""."""
+    place = selectors.queue_for_kernels(Kernel.objects.filter(search=search).values("id"))
+    if not place:
+        return ""
+    text = selectors.queue_wait_text(place)
+    n = place["waiting"]
+    return f"{n} candidate{'s' if n != 1 else ''} wait{'' if n != 1 else 's'} for evaluation; the first: {text[0].lower()}{text[1:]}"
+
+
 @login_required
 def search_insights(request, code):
-    """The chart and the ideas table alone: the search page fetches them again as kernels land."""
+    """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
-    response = render(request, "searches/search/_insights.html",
-                      insights_context(search, selectors.search_tree(search=search)))
+    context = insights_context(search, selectors.search_tree(search=search))
+    context.update(provenance=selectors.search_provenance(search=search), queue_note=search_queue_note(search),
+                   fragment=True)
+    response = render(request, "searches/search/_live_parts.html", context)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -138,7 +155,7 @@ def search_detail(request, code):
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
         "parent_choices": selectors.search_parent_choices(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
-        "may_steer": services.may_steer(search, request.user),
+        "may_steer": services.may_steer(search, request.user), "queue_note": search_queue_note(search),
     })
     return render(request, "searches/search/detail.html", context)
 

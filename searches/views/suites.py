@@ -1,5 +1,5 @@
 """Suite pages: the list, the import form (several files or a zip, one request), a suite's
-scores per GPU model and their JSON/CSV export."""
+scores per GPU model and their JSON/CSV export, and one search configuration started over a suite."""
 
 import csv
 
@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
-from ..forms import SuiteImportForm
+from ..forms import SearchStartForm, SuiteImportForm
 from ..models import Suite
 
 
@@ -46,7 +46,12 @@ def suite_import(request):
 @require_GET
 def suite_detail(request, code):
     suite = get_object_or_404(Suite, code=code)
-    context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite)}
+    context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
+               "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite)}
+    if request.GET.get("fragment"):  # what the page's script fetches again while work is in progress
+        response = render(request, "searches/suites/_live.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
     return render(request, "searches/suites/detail.html", context)
 
 
@@ -58,6 +63,28 @@ def suite_validate(request, code):
     queued = services.suite_request_validation(suite=suite, user=request.user)
     messages.success(request, f"Queued the validation of {queued} stored problem{'s' if queued != 1 else ''}.")
     return redirect("suite_detail", code=suite.code)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@limits_sandbox_work  # the whole suite is one request, so it counts once
+def suite_search(request, code):
+    """One search configuration over every problem of the suite, each search with its own budget."""
+    suite = get_object_or_404(Suite, code=code)
+    form = SearchStartForm(request.POST or None, initial={"device": _suite_device(suite)})
+    if request.method == "POST" and form.is_valid():
+        rows = services.suite_start_searches(user=request.user, suite=suite, **form.search_fields())
+        started = sum(1 for row in rows if row.search is not None)
+        return render(request, "searches/suites/search_report.html",
+                      {"suite": suite, "rows": rows, "started": started, "refused": len(rows) - started})
+    return render(request, "searches/suites/search.html",
+                  {"suite": suite, "form": form, "members": selectors.suite_members(suite)})
+
+
+def _suite_device(suite: Suite) -> str:
+    """The device most of the suite's problems are stored for (KernelBench's: cuda)."""
+    devices = [m.problem.device for m in suite.members.select_related("problem")]
+    return max(set(devices), key=devices.count) if devices else "cpu"
 
 
 CSV_COLUMNS = ("device_name", "level", "number", "file", "problem", "problem_code", "outcome", "best_kernel_code",

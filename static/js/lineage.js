@@ -43,7 +43,7 @@
   const collapsed = new Set();  // layout keys ("k12", "i5") whose branch is folded
   const picked = [];            // kernel ids, at most two, oldest first
   let selected = null;          // a layout key
-  const state = { lastSeq: cfg.seq, ws: null, retry: 0, stopped: false, renders: 0 };
+  const state = { lastSeq: cfg.seq, renders: 0 };
   window.kernelLabLineage = state;
 
   function ranked(k) { return k.status === "correct" && k.median_ms !== null && (!k.quarantined || (k.verified && k.approved)); }
@@ -393,51 +393,21 @@
   });
 
   // --- live events --------------------------------------------------------------------------
-  function setLive(text) { document.getElementById("live-state").textContent = text; }
   function apply(message) {
     const p = message.payload || {};
     if (message.kind === "kernel.created" || message.kind === "kernel.updated") {
-      const old = kernels.get(p.id) || {};
-      // Live payloads do not carry repair_of_id: keep the one the page was served with.
-      kernels.set(p.id, { repair_of_id: old.repair_of_id || null, ...p });
+      kernels.set(p.id, p);
       schedule();
     } else if (message.kind === "idea.created") {
       ideas.set(p.id, p); schedule();
     }
   }
-  function onMessage(event) {
-    let message;
-    try { message = JSON.parse(event.data); } catch (e) { return; }
-    if (typeof message.seq !== "number" || message.seq <= state.lastSeq) return;  // a duplicate
-    if (message.seq > state.lastSeq + 1) { state.ws.close(); return; }  // a gap: reconnect and replay
-    apply(message);
-    state.lastSeq = message.seq;
-    document.body.dataset.liveSeq = String(state.lastSeq);
-  }
-  function connect() {
-    if (state.stopped) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + cfg.ws + "?after=" + state.lastSeq);
-    state.ws = ws;
-    ws.onopen = () => { state.retry = 0; setLive("live"); document.body.dataset.live = "open"; };
-    ws.onmessage = onMessage;
-    ws.onclose = (event) => {
-      document.body.dataset.live = "closed";
-      if (state.ws !== ws) return;
-      if (event.code === 4401) { state.stopped = true; setLive("live updates stopped: log in again"); return; }
-      if (event.code === 4404) { state.stopped = true; setLive("this search no longer exists"); return; }
-      setLive("reconnecting…");
-      setTimeout(connect, Math.min(5000, 250 * 2 ** state.retry++));
-    };
-  }
-
   svg.style.height = "260px";
   render();
   fit(false);
   sizeStage(last.lay);
-  document.body.dataset.liveSeq = String(state.lastSeq);
   // Drawn once the first frame with the picture has been painted (for bench_lineage).
   requestAnimationFrame(() => setTimeout(() => { document.body.dataset.lineageDrawnMs = String(Math.round(performance.now())); }));
   state.firstRenderMs = state.lastRenderMs;
-  connect();
+  window.kernelLabFollowSearch(cfg.ws, state, apply);
 })();

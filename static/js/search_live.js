@@ -1,8 +1,7 @@
 // The search page: fold/unfold, filter, pick two nodes to compare, and live updates.
 //
-// Live updates: a websocket to /ws/searches/<code>/?after=<last seq>. Events are applied in
-// sequence order; a number already applied is ignored, so a replay after reconnecting never
-// doubles a node. Untrusted text (kernel names, idea titles) only ever goes in through
+// Live updates: the search's websocket (live_socket.js) hands over each event once, in order;
+// applying one is idempotent (a node is created once, then updated in place). Untrusted text (kernel names, idea titles) only ever goes in through
 // textContent, never parsed as markup.
 (function () {
   "use strict";
@@ -11,7 +10,7 @@
   const cfg = JSON.parse(configEl.textContent);
   const ZERO = "00000000-0000-0000-0000-000000000000";
   const root = document.getElementById("tree-root");
-  const state = { lastSeq: cfg.seq, ws: null, retry: 0, stopped: false, applied: 0 };
+  const state = { lastSeq: cfg.seq };
   const nodes = new Map(); // kernel id -> {parent, idea, status, ms, q, ok}
   window.kernelLabLive = state;
 
@@ -25,11 +24,12 @@
 
   // --- the tree -------------------------------------------------------------------------
   // Markup (see searches/views/search_tree.py): li.k#k-<id> data-p data-i data-r data-s data-ms
-  // [data-q] [data-ok] > div.row > i.m, a, small, [span.t], [span.qm], [span.vb], input.pick; ul.
+  // [data-se data-sc] [data-q] [data-ok] > div.row > i.m, a, small, [span.t], [span.qm], [span.vb], input.pick; ul.
   function readNode(li) {
     const d = li.dataset;
     return { parent: d.p ? +d.p : null, idea: d.i ? +d.i : null, status: d.s,
-             ms: d.ms === "" ? null : +d.ms, q: "q" in d, ok: "ok" in d, round: +d.r };
+             ms: d.ms === "" ? null : +d.ms, q: "q" in d, ok: "ok" in d, round: +d.r,
+             eager: d.se ? +d.se : null, compile: d.sc ? +d.sc : null };
   }
   root.querySelectorAll("li.k").forEach((li) => nodes.set(+li.id.slice(2), readNode(li)));
 
@@ -84,7 +84,9 @@
     const ok = k.verified && k.approved;  // a quarantined kernel ranks once verified and approved
     li.className = "k s-" + k.status + (k.quarantined ? " q" : "");
     Object.assign(li.dataset, { p: k.parent_id || "", i: k.idea_id || "", r: k.round, s: k.status,
-                                ms: k.median_ms === null ? "" : k.median_ms });
+                                ms: k.median_ms === null ? "" : k.median_ms,
+                                se: k.speedup_vs_eager === null ? "" : k.speedup_vs_eager,
+                                sc: k.speedup_vs_compile === null ? "" : k.speedup_vs_compile });
     if (k.quarantined) li.dataset.q = ""; else delete li.dataset.q;
     if (ok) li.dataset.ok = ""; else delete li.dataset.ok;
     const row = li.querySelector(":scope > .row");
@@ -95,7 +97,8 @@
     part(row, "qm").textContent = k.quarantined ? cfg.quarantine[0] + " quarantined" : "";
     part(row, "vb").textContent = k.verified ? "verified rerun" : "";
     nodes.set(k.id, { parent: k.parent_id, idea: k.idea_id, status: k.status, ms: k.median_ms,
-                      q: k.quarantined, ok: ok, round: k.round });
+                      q: k.quarantined, ok: ok, round: k.round, eager: k.speedup_vs_eager,
+                      compile: k.speedup_vs_compile });
   }
 
   function applyIdea(idea) {
@@ -117,9 +120,15 @@
   }
 
   function ranked(n) { return n.status === "correct" && n.ms !== null && (!n.q || n.ok); }
-  function markBestPath() {
+  // The fastest ranked kernel; a tie goes to the older kernel, as on the server.
+  function bestKernel() {
     let bestId = null, best = null;
-    nodes.forEach((n, id) => { if (ranked(n) && (best === null || n.ms < best.ms)) { best = n; bestId = id; } });
+    nodes.forEach((n, id) => {
+      if (ranked(n) && (best === null || n.ms < best.ms || (n.ms === best.ms && id < bestId))) { best = n; bestId = id; }
+    });
+    return bestId;
+  }
+  function markBestPath(bestId) {
     root.querySelectorAll("li.best").forEach((li) => li.classList.remove("best"));
     const seen = new Set();
     let id = bestId;
@@ -131,6 +140,53 @@
       id = n.parent;
     }
   }
+  // "Best: 0.2500 ms · 4.00× eager · 3.20× compile", worded as templates/searches/search/_tree.html.
+  function showBestLine(bestId) {
+    const line = document.getElementById("best-line");
+    if (!line || bestId === null) return;
+    const n = nodes.get(bestId);
+    const strong = el("strong"); strong.textContent = n.ms.toFixed(4) + " ms";
+    let tail = "";
+    if (n.eager) tail += " · " + n.eager.toFixed(2) + "× eager";
+    if (n.compile) tail += " · " + n.compile.toFixed(2) + "× compile";
+    line.replaceChildren("Best: ", strong, tail);
+    line.hidden = false;
+  }
+  // Each idea's "c/e correct" badge, counted like searches.selectors.search_idea_stats.
+  function showIdeaRates() {
+    const counts = new Map();
+    nodes.forEach((n) => {
+      if (!n.idea || UNSETTLED.has(n.status)) return;
+      const c = counts.get(n.idea) || [0, 0];
+      c[1] += 1; if (n.status === "correct") c[0] += 1;
+      counts.set(n.idea, c);
+    });
+    root.querySelectorAll("li.i").forEach((li) => {
+      const c = counts.get(+li.id.slice(2));
+      const rate = li.querySelector(":scope > .row > .rate");
+      if (rate) rate.textContent = c ? `${c[0]}/${c[1]} correct` : "";
+    });
+  }
+  // The filter offers every status and round present, in the server's order.
+  function showFilterOptions() {
+    const statuses = new Set(), rounds = new Set();
+    nodes.forEach((n) => { statuses.add(n.status); rounds.add(n.round); });
+    const sync = (select, values) => {
+      if (!select) return;
+      const have = new Set(Array.from(select.options).map((o) => o.value));
+      if (values.every(([v]) => have.has(v))) return;
+      const chosen = select.value;
+      const options = [["", "all"], ...values].map(([v, text]) => {
+        const o = el("option"); o.value = v; o.textContent = text; return o;
+      });
+      select.replaceChildren(...options);
+      select.value = chosen;
+    };
+    sync(filterStatus, [...Array.from(statuses).sort().map((s) => [s, (cfg.marks[s] || ["", s])[1]]),
+                        ["quarantined", "Quarantined"]]);
+    sync(filterRound, Array.from(rounds).sort((a, b) => a - b).map((r) => [String(r), String(r)]));
+  }
+  const UNSETTLED = new Set(["pending", "evaluating"]);
 
   // --- filter -----------------------------------------------------------------------------
   const filterStatus = document.getElementById("filter-status");
@@ -178,6 +234,7 @@
   updatePicked();
 
   // --- search status and progress ----------------------------------------------------------
+  const elapsed = document.getElementById("p-elapsed");
   function applyStatus(p) {
     const badge = document.getElementById("search-status");
     if (badge && p.status) {
@@ -188,6 +245,12 @@
     const reason = document.getElementById("stop-reason");
     if (reason && p.stop_reason) { reason.textContent = p.stop_reason; reason.hidden = false; }
     if (p.current_round !== undefined) setText("p-round", String(p.current_round));
+    if (elapsed && p.started_at) {
+      elapsed.dataset.started = p.started_at;
+      if (p.finished_at) elapsed.dataset.finished = p.finished_at;
+      const seconds = typeof p.elapsed_s === "number" ? p.elapsed_s : (Date.now() - Date.parse(p.started_at)) / 1000;
+      elapsed.textContent = Math.max(0, Math.round(seconds)) + " s";
+    }
   }
   function applyProgress(p) {
     setText("p-evaluated", String(p.candidates_evaluated));
@@ -197,7 +260,6 @@
     const bar = document.getElementById("progress-bar");
     if (bar) { bar.value = Math.min(p.candidates_evaluated, +bar.max); bar.textContent = ""; }
   }
-  const elapsed = document.getElementById("p-elapsed");
   setInterval(() => {
     if (!elapsed || !elapsed.dataset.started || elapsed.dataset.finished) return;
     const badge = document.getElementById("search-status");
@@ -220,20 +282,25 @@
         .then((html) => {
           // Parsed in a detached document (inert: nothing in it runs), then moved in.
           const fresh = new DOMParser().parseFromString(html, "text/html").body;
+          // The queue note belongs to the progress card, above the tree.
+          const queue = fresh.querySelector("#queue-note-fresh"), note = document.getElementById("queue-note");
+          if (queue) { if (note) { note.textContent = queue.textContent; note.hidden = !queue.textContent.trim(); } queue.remove(); }
           insights.replaceChildren(...fresh.childNodes);
         })
         .catch(() => {})  // the next event tries again; the page stays as it was
         .finally(() => { insightsDue = null; });
     }, Math.max(0, insightsAt + INSIGHTS_GAP_MS - Date.now()));
   }
-  const UNSETTLED = new Set(["pending", "evaluating"]);
-
   // --- the websocket ------------------------------------------------------------------------
   let pending = false;
   function afterTreeChange() {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; markBestPath(); applyFilter(); });
+    requestAnimationFrame(() => {
+      pending = false;
+      const bestId = bestKernel();
+      markBestPath(bestId); showBestLine(bestId); showIdeaRates(); showFilterOptions(); applyFilter();
+    });
   }
   function apply(message) {
     const p = message.payload || {};
@@ -249,38 +316,5 @@
       default: break;  // kinds this page does not show
     }
   }
-  function onMessage(event) {
-    let message;
-    try { message = JSON.parse(event.data); } catch (e) { return; }
-    if (typeof message.seq !== "number" || message.seq <= state.lastSeq) return;  // a duplicate
-    if (message.seq > state.lastSeq + 1) { state.ws.close(); return; }  // a gap: reconnect and replay
-    apply(message);
-    state.lastSeq = message.seq;
-    state.applied += 1;
-    document.body.dataset.liveSeq = String(state.lastSeq);
-  }
-  function connect() {
-    if (state.stopped) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + cfg.ws + "?after=" + state.lastSeq);
-    state.ws = ws;
-    ws.onopen = () => { state.retry = 0; setText("live-state", "live"); document.body.dataset.live = "open"; };
-    ws.onmessage = onMessage;
-    ws.onclose = (event) => {
-      document.body.dataset.live = "closed";
-      if (state.ws !== ws) return;  // an older socket
-      if (state.stopped) { setText("live-state", "paused"); return; }
-      if (event.code === 4401) { state.stopped = true; setText("live-state", "live updates stopped: log in again"); return; }
-      if (event.code === 4404) { state.stopped = true; setText("live-state", "this search no longer exists"); return; }
-      const delay = Math.min(5000, 250 * 2 ** state.retry++);
-      setText("live-state", "reconnecting…");
-      setTimeout(connect, delay);
-    };
-  }
-  document.body.dataset.liveSeq = String(state.lastSeq);
-  // Drop the connection and come back later: the reconnect replays what was missed.
-  state.reconnect = () => { if (state.ws) state.ws.close(); };
-  state.pause = () => { state.stopped = true; if (state.ws) state.ws.close(); };
-  state.resume = () => { if (state.stopped) { state.stopped = false; connect(); } };
-  connect();
+  window.kernelLabFollowSearch(cfg.ws, state, apply);
 })();

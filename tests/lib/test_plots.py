@@ -2,7 +2,7 @@
 
 import re
 
-from lib.plots import speedup_chart, timing_chart
+from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_chart, timing_chart
 
 
 def bars(svg: str, kind: str = "bar") -> list[float]:
@@ -51,3 +51,41 @@ def test_speedup_lines_break_at_empty_rounds():
     assert len(re.findall(r'<text class="empty-round"', svg)) == 2
     every_round = speedup_chart([{**p, "ranked": 1} for p in series])
     assert len(re.findall(r'<polyline class="line-eager" points="([^"]+)"', every_round)[0].split()) == 5
+
+
+def polyline(svg: str, key: str) -> list[tuple[float, float]]:
+    found = re.search(rf'<polyline class="line-{key}" points="([^"]+)"', svg)
+    return [tuple(map(float, p.split(","))) for p in found.group(1).split()] if found else []
+
+
+def test_the_best_speedup_over_time_steps_up_only_when_a_faster_kernel_lands():
+    points = [{"t": 0, "eager": 1.5, "compile": 1.2}, {"t": 30, "eager": 0.9, "compile": 0.7},
+              {"t": 60, "eager": 3.0, "compile": None}, {"t": 90, "eager": 2.0, "compile": 1.6}]
+    svg = speedup_over_time_chart(points)
+    eager = polyline(svg, "eager")
+    # Start, then one vertical step at t=60 (the slower kernels at 30 and 90 change nothing), then on to the end.
+    assert len(eager) == 4 and eager[1][0] == eager[2][0] and eager[2][1] < eager[1][1]
+    assert eager[0][1] == eager[1][1] and eager[3][1] == eager[2][1]
+    compile_ = polyline(svg, "compile")
+    assert len(compile_) == 4  # 1.2 at 0, up to 1.6 at 90, then flat to the end
+    assert svg.count('class="dot-eager kernel-dot"') == 4
+    assert ">0 s</text>" in svg and ">80 s</text>" in svg and "90 s" not in svg  # round ticks
+
+
+def test_a_long_search_reads_its_time_in_minutes_and_nothing_ranked_draws_nothing():
+    assert "min</text>" in speedup_over_time_chart([{"t": 0, "eager": 1.0}, {"t": 600, "eager": 2.0}])
+    assert speedup_over_time_chart([]) == ""
+    assert speedup_over_time_chart([{"t": 3, "eager": None, "compile": None}]) == ""
+
+
+def test_idea_bars_split_into_outcomes_on_one_scale_and_titles_are_escaped():
+    rows = [{"title": "<b>Tile</b> it", "correct": 2, "failed": 1, "waiting": 1, "best": 2.5},
+            {"title": "x" * 40, "correct": 0, "failed": 2, "waiting": 0, "best": None}]
+    svg = idea_outcomes_chart(rows)
+    widths = {k: [float(w) for w in re.findall(rf'class="seg-{k}" x="[^"]+" y="[^"]+" width="([^"]+)"', svg)]
+              for k in ("correct", "failed", "waiting")}
+    assert widths["correct"] == [2 * widths["waiting"][0]] and len(widths["failed"]) == 2
+    assert widths["failed"][1] == 2 * widths["failed"][0]  # the same scale for every idea
+    assert "<b>" not in svg and "&lt;b&gt;Tile&lt;/b&gt; it" in svg
+    assert "x" * 29 + "…" in svg and "2.50×" in svg
+    assert idea_outcomes_chart([]) == ""
