@@ -62,6 +62,8 @@ COMPILE_CALLS = (
     "cupy.RawModule", "cupy.RawKernel", "cupy.ElementwiseKernel", "cupy.ReductionKernel",
     "torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load",
     "ctypes.CDLL", "ctypes.cdll.LoadLibrary", "ctypes.CDLL.__init__", "triton.jit",
+    "cutlass.cute.compile", "cutlass.cute.kernel", "cutlass.cute.jit", "tilelang.compile", "tilelang.jit",
+    "tilelang.language.prim_func",
 )
 
 CONCURRENCY_MODULES = {
@@ -198,20 +200,54 @@ def bound_names(target: ast.AST) -> set[str]:
     return set()
 
 
+
+DSL_DECORATOR_ROOTS = ("triton", "numba", "cutlass", "tilelang")
+
+
+def host_nodes(func: ast.AST, is_device) -> list[ast.AST]:
+    """The nodes of func outside the bodies of device functions nested in it (a Triton,
+    CuTe or TileLang kernel defined inside a builder): their arithmetic is the kernel's own."""
+    found, pending = [], [func]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_device(child):
+                continue
+            pending.append(child)
+    return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def placeholder_tensor(node: ast.Call, name: str) -> bool:
+    """`torch.Tensor()` or `torch.tensor([])`: an empty placeholder (an absent bias), an allocation."""
+    if name not in ("torch.Tensor", "torch.tensor") or node.keywords and name == "torch.Tensor":
+        return False
+    if not node.args:
+        return name == "torch.Tensor"
+    return len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts
+
+
 class FunctionFacts:
     """What one function does with tensors: which names hold tensors, which ops it calls."""
 
     def __init__(self, func: ast.FunctionDef, imports: Imports, self_tensors: set[str],
-                 self_modules: dict[str, str]):
+                 self_modules: dict[str, str], *, plain_params: frozenset = frozenset(), is_device=None):
         self.func = func
         self.imports = imports
         self.self_tensors = self_tensors
         self.self_modules = self_modules
-        self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs if a.arg != "self"}
+        self.nodes = host_nodes(func, is_device) if is_device else list(ast.walk(func))
+        # A helper's parameter every call site fills with a non-tensor (a shape, a dtype name) is no tensor.
+        self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs
+                        if a.arg != "self" and a.arg not in plain_params}
         if func.args.vararg:
             self.tensors.add(func.args.vararg.arg)
         for _ in range(3):  # enough passes for assignments that build on each other
-            for node in ast.walk(func):
+            for node in self.nodes:
                 if isinstance(node, ast.Assign) and self.is_tensor(node.value):
                     for target in node.targets:
                         self.tensors.update(bound_names(target))
@@ -260,7 +296,7 @@ class FunctionFacts:
     def compute_uses(self) -> list[tuple[int, str]]:
         """(line, description) of every place the function computes with PyTorch or a library."""
         uses = []
-        for node in ast.walk(self.func):
+        for node in self.nodes:
             found = self.compute_use(node)
             if found:
                 uses.append((node.lineno, found))
@@ -287,7 +323,7 @@ class FunctionFacts:
     def compute_call(self, node: ast.Call) -> str | None:
         name = self.imports.resolve(node.func)
         if name and under(name, "torch"):
-            if allowed_torch_call(name):
+            if allowed_torch_call(name) or placeholder_tensor(node, name):
                 return None
             return f"{name}()"
         if name and under(name, "cupy"):
@@ -314,13 +350,13 @@ class FunctionFacts:
     def ops_called(self) -> dict[str, int]:
         """Normalized names of torch ops this function calls, with a line each."""
         ops: dict[str, int] = {}
-        for node in ast.walk(self.func):
+        for node in self.nodes:
             op = None
             if isinstance(node, ast.Call):
                 name = self.imports.resolve(node.func)
                 if name and under(name, "torch"):
                     last = name.rsplit(".", 1)[-1]
-                    if not allowed_torch_call(name):
+                    if not allowed_torch_call(name) and not placeholder_tensor(node, name):
                         op = last
                 elif (attr := self.self_attr(node.func)) in self.self_modules:
                     op = self.self_modules[attr]
@@ -388,6 +424,7 @@ class Checker:
         self.reasons: list[str] = []
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.plain_params: dict[int, frozenset] = {}
 
     def flag(self, node: ast.AST | int | None, message: str) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
@@ -410,6 +447,7 @@ class Checker:
         info = class_info(model_new, self.imports)
         self.check_model_new_shape(info)
         reachable = self.forward_reachable(info)
+        self.infer_plain_params(reachable)
         self.check_reference_use(info, reachable)
         self.check_caching(info, reachable)
         self.check_returns_input(info)
@@ -643,16 +681,52 @@ class Checker:
         return list(seen.values())
 
     def is_device_function(self, func: ast.FunctionDef) -> bool:
-        """A Triton (or numba) kernel body: its arithmetic is the kernel's own, not PyTorch's."""
+        """A kernel body in a DSL (`@triton.jit`, `@cute.kernel`/`@cute.jit`, TileLang's
+        `@T.prim_func`, numba): its arithmetic is the kernel's own, not PyTorch's."""
         for decorator in func.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if under(self.imports.resolve(target), "triton", "numba"):
+            if under(self.imports.resolve(target), *DSL_DECORATOR_ROOTS):
                 return True
         return False
 
     def facts_for(self, func: ast.FunctionDef, owner: ClassInfo | None) -> FunctionFacts:
         return FunctionFacts(func, self.imports, owner.self_tensors if owner else set(),
-                             owner.self_modules if owner else {})
+                             owner.self_modules if owner else {}, is_device=self.is_device_function,
+                             plain_params=self.plain_params.get(id(func), frozenset()))
+
+    def infer_plain_params(self, reachable) -> None:
+        """Parameters of forward's helpers that every call site fills with a non-tensor. A helper
+        also used as a value (passed on, stored) keeps all its parameters tensors."""
+        targets = {id(f): f for f, owner in reachable if f.name != "forward"}
+        for _ in range(2):  # a helper's call sites inside another helper depend on that one's params
+            passed: dict[int, dict[str, bool]] = {}
+            escaped: set[int] = set()
+            for func, owner in reachable:
+                facts = self.facts_for(func, owner)
+                called = {id(n.func) for n in facts.nodes if isinstance(n, ast.Call)}
+                for node in facts.nodes:
+                    target = self.helper_named(node, owner)
+                    if target is not None and id(target) in targets and id(node) not in called:
+                        escaped.add(id(target))
+                    if not isinstance(node, ast.Call) or (target := self.helper_named(node.func, owner)) is None:
+                        continue
+                    params = [a.arg for a in target.args.args if a.arg != "self"]
+                    seen = passed.setdefault(id(target), {})
+                    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                        escaped.add(id(target))
+                    pairs = list(zip(params, node.args)) + [(k.arg, k.value) for k in node.keywords]
+                    for name, value in pairs:
+                        seen[name] = seen.get(name, False) or facts.is_tensor(value)
+            self.plain_params = {key: frozenset(n for n, tensor in seen.items() if not tensor)
+                                 for key, seen in passed.items() if key not in escaped}
+
+    def helper_named(self, node: ast.AST, owner: ClassInfo | None) -> ast.FunctionDef | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and owner and node.attr in owner.methods:
+            return owner.methods[node.attr]
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.functions:
+            return self.functions[node.id]
+        return None
 
     def check_reference_use(self, info: ClassInfo, reachable) -> None:
         if self.allow_library or self.reference is None:
@@ -683,13 +757,13 @@ class Checker:
         if forward is None:
             return
         inputs = {a.arg for a in forward.args.args if a.arg != "self"}
-        for _ in range(2):  # names that are an input or a view of one
-            for node in ast.walk(forward):
-                if isinstance(node, ast.Assign) and self.is_input_view(node.value, inputs):
-                    for target in node.targets:
-                        inputs |= bound_names(target)
-        for node in ast.walk(forward):
-            if isinstance(node, ast.Return) and node.value is not None:
+        # In source order, so `x = self.kernel(x)` rebinds x to the kernel's result: from then on x
+        # is not the input (a linear reading; the runtime alias check covers what branches hide).
+        for node in sorted(host_nodes(forward, self.is_device_function), key=_position):
+            if isinstance(node, ast.Assign):
+                names = set().union(*(bound_names(t) for t in node.targets))
+                inputs = inputs | names if self.is_input_view(node.value, inputs) else inputs - names
+            elif isinstance(node, ast.Return) and node.value is not None:
                 values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
                 for value in values:
                     if self.is_input_view(value, inputs):
@@ -729,7 +803,7 @@ class Checker:
         plain = {"len", "int", "float", "range", "tuple", "list", "min", "max", "isinstance", "print",
                  "super", "type", "getattr", "hasattr", "str", "abs", "divmod", "enumerate", "zip", "sum",
                  "all", "any", "bool", "dict", "set", "round", "id"}
-        for node in ast.walk(func):
+        for node in facts.nodes:
             if not isinstance(node, ast.Call):
                 continue
             name = self.imports.resolve(node.func) or ""
@@ -759,8 +833,9 @@ class Checker:
                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                         if isinstance(t, ast.Name)}
         for func, owner in reachable:
-            state = CallState(func, self.facts_for(func, owner), module_names)
-            for node in ast.walk(func):
+            facts = self.facts_for(func, owner)
+            state = CallState(func, facts, module_names)
+            for node in facts.nodes:
                 found = state.caching(node)
                 if found:
                     self.flag(node, f"{found}; results must be computed from this call's inputs, "
@@ -777,7 +852,7 @@ class CallState:
     def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
         self.facts = facts
         self.module_names = module_names
-        self.params = {a.arg for a in func.args.args if a.arg != "self"}
+        self.params = {a.arg for a in func.args.args if a.arg != "self" and a.arg in facts.tensors}
         self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
                          for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
