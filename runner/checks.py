@@ -16,6 +16,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from . import findings
+from .compile import toolchain_problem
+from .findings import Finding
+
 KERNEL_RULE = (
     "PyTorch may be used in forward only for allocation (torch.empty*), views and shape handling, "
     "dtype/contiguity and data_ptr (see docs/KERNEL_FORMAT.md)"
@@ -425,12 +429,14 @@ class Checker:
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.plain_params: dict[int, frozenset] = {}
+        self.codes: dict[str, str] = {}
 
-    def flag(self, node: ast.AST | int | None, message: str) -> None:
+    def flag(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
         reason = f"line {line}: {message}" if line else message
         if reason not in self.reasons:
             self.reasons.append(reason)
+            self.codes[reason] = code
 
     def run(self) -> list[str]:
         self.check_imports()
@@ -448,13 +454,33 @@ class Checker:
         self.check_model_new_shape(info)
         reachable = self.forward_reachable(info)
         self.infer_plain_params(reachable)
-        self.check_reference_use(info, reachable)
+        partial = not self.allow_library and self.check_partial_replacement(info, reachable)
+        if not partial:
+            self.check_reference_use(info, reachable)
         self.check_caching(info, reachable)
         self.check_returns_input(info)
         if not self.allow_library:
-            self.check_compute(info, reachable)
+            if not partial:
+                self.check_compute(info, reachable)
             self.check_kernel_of_its_own(info, reachable)
         return self.reasons
+
+    def check_partial_replacement(self, info: ClassInfo, reachable) -> bool:
+        """A kernel of its own launched in forward, with some ops left to PyTorch (KernelBench allows
+        it): one finding naming those ops, coded so the app and the proposer can offer library calls.
+        When PyTorch runs every op of the reference, the kernel is a decoy: not partial."""
+        if not reachable or not self.compiles() or not any(self.launches_kernel(f, o) for f, o in reachable):
+            return False
+        uses = sorted((line, use) for f, o in reachable for line, use in self.facts_for(f, o).compute_uses())
+        if not uses:
+            return False
+        theirs = self.reference_ops(labels=True)
+        ours = {normalized(op_label(use)) for _, use in uses}
+        ours |= {op for f, o in reachable for op in self.facts_for(f, o).ops_called()}
+        if theirs and set(theirs) <= ours:
+            return False
+        self.flag(uses[0][0], findings.partial_reason([op_label(use) for _, use in uses]), findings.PARTIAL)
+        return True
 
     # --- imports, patching, introspection ----------------------------------------------------
 
@@ -728,19 +754,29 @@ class Checker:
             return self.functions[node.id]
         return None
 
-    def check_reference_use(self, info: ClassInfo, reachable) -> None:
-        if self.allow_library or self.reference is None:
-            return
+    def reference_ops(self, labels: bool = False) -> dict[str, int]:
+        """Normalized names of the torch ops the reference's Model runs (empty when unknown); with
+        `labels`, its operators on tensors too (`+`)."""
+        if self.reference is None:
+            return {}
         ref_imports = collect_imports(self.reference)
         ref_class = next((n for n in self.reference.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
         if ref_class is None:
-            return
+            return {}
         ref_info = class_info(ref_class, ref_imports)
         ref_ops: dict[str, int] = {}
         for name, method in ref_info.methods.items():
             if name != "__init__":
-                ref_ops.update(FunctionFacts(method, ref_imports, ref_info.self_tensors,
-                                             ref_info.self_modules).ops_called())
+                facts = FunctionFacts(method, ref_imports, ref_info.self_tensors, ref_info.self_modules)
+                ref_ops.update(facts.ops_called())
+                if labels:
+                    ref_ops.update({normalized(op_label(use)): line for line, use in facts.compute_uses()})
+        return ref_ops
+
+    def check_reference_use(self, info: ClassInfo, reachable) -> None:
+        if self.allow_library:
+            return
+        ref_ops = self.reference_ops()
         for func, owner in reachable:
             for op, line in self.facts_for(func, owner).ops_called().items():
                 if op in ref_ops:
@@ -782,21 +818,24 @@ class Checker:
             return node.func.attr in view_like and self.is_input_view(node.func.value, inputs)
         return False
 
+    def compiles(self) -> bool:
+        if any(isinstance(n, ast.Call) and (self.imports.resolve(n.func) or "") in COMPILE_CALLS
+               for n in ast.walk(self.tree)):
+            return True
+        return any((self.imports.resolve(d.func if isinstance(d, ast.Call) else d) or "") in COMPILE_CALLS
+                   for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for d in n.decorator_list)
+
     def check_kernel_of_its_own(self, info: ClassInfo, reachable) -> None:
-        compiles = any(isinstance(n, ast.Call) and (self.imports.resolve(n.func) or "") in COMPILE_CALLS
-                       for n in ast.walk(self.tree))
-        compiles = compiles or any(
-            (self.imports.resolve(d.func if isinstance(d, ast.Call) else d) or "") in COMPILE_CALLS
-            for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for d in n.decorator_list)
-        if not compiles:
+        if not self.compiles():
             how = ("a C library built with the system compiler and loaded with ctypes.CDLL, or load_inline"
-                   if self.device == "cpu" else "cupy.RawModule/RawKernel, or load_inline")
+                   if self.device == "cpu" else "cupy.RawModule/RawKernel, Triton, or load_inline")
             self.flag(None, f"the module compiles no kernel of its own; build one ({how}) and call it in "
-                            "forward, or run the search with library calls allowed")
+                            "forward, or run the search with library calls allowed", findings.NO_KERNEL)
             return
         if reachable and not any(self.launches_kernel(func, owner) for func, owner in reachable):
-            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there")
+            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there",
+                      findings.NO_KERNEL)
 
     def launches_kernel(self, func: ast.FunctionDef, owner: ClassInfo | None) -> bool:
         facts = self.facts_for(func, owner)
@@ -935,13 +974,37 @@ class CallState:
         return None
 
 
+def op_label(use: str) -> str:
+    """The op a compute_use description names: `torch.nn.functional.relu()` -> relu,
+    `self.fc1(), a torch.nn.Linear` -> linear, `the operator + on tensors` -> +."""
+    if match := re.match(r"self\.\w+(?:\.forward)?\(\), a torch\.nn\.(\w+)", use):
+        return match.group(1).lower()
+    if match := re.match(r"the (?:in-place )?operator (\S+)", use):
+        return match.group(1)
+    if match := re.match(r"the tensor method \.(\w+)\(\)", use):
+        return match.group(1)
+    if match := re.match(r"([\w.]+)\(\)", use):
+        name = match.group(1)
+        return name.rsplit(".", 1)[-1] if under(name, "torch") else name
+    return use.replace(" into a tensor", "").replace(" of tensors", "")
+
+
 def check_source(source: str, *, reference_source: str = "", allow_library: bool = False,
                  device: str = "cpu") -> list[str]:
     """Reasons to reject a candidate kernel before running it; an empty list means none found."""
+    return [f.reason for f in check_findings(source, reference_source=reference_source,
+                                             allow_library=allow_library, device=device)]
+
+
+def check_findings(source: str, *, reference_source: str = "", allow_library: bool = False,
+                   device: str = "cpu") -> list[Finding]:
+    """check_source's reasons with their reason codes (runner/findings.py), the first to report first."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return [f"line {error.lineno}: the kernel is not valid Python ({error.msg}); fix the syntax"]
+        return [Finding(f"line {error.lineno}: the kernel is not valid Python ({error.msg}); fix the syntax")]
+    if problem := toolchain_problem(source):
+        return [Finding(problem, findings.TOOLCHAIN, "compile_error")]
     reference = None
     if reference_source:
         try:
@@ -954,7 +1017,9 @@ def check_source(source: str, *, reference_source: str = "", allow_library: bool
     reasons = checker.run()
     if not allow_library:
         reasons += [r for r in torch_functions_held(tree, checker.imports) if r not in reasons]
-    return reasons
+    found = [Finding(r, checker.codes.get(r, findings.RULE)) for r in reasons]
+    # A cheat outranks the partial-replacement hint: report it first.
+    return sorted(found, key=lambda f: f.code in (findings.PARTIAL, findings.NO_KERNEL))
 
 
 class _Plain(ast.NodeTransformer):

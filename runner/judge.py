@@ -336,16 +336,10 @@ def _call(new, given, state, counter, allow_library, sync):
             state["first"] = False
             state["ops"] = recorder.ops
         state["calls"] = state.get("calls", 0) + 1
-        if not allow_library:
-            computing = verify.computing_ops(recorder.ops)
-            if computing:
-                raise Verdict("rejected", f"forward computes with PyTorch on untimed call {state['calls']} (" +
-                              ", ".join(computing[:5]) + "); a kernel of its own must do the computation "
-                              "(or allow library calls)")
-            if counter.calls == 0:
-                raise Verdict("rejected", f"forward launched no kernel of its own on untimed call {state['calls']} "
-                              "(a cupy RawKernel/RawModule function, or a function of a library or extension the "
-                              "kernel compiled); library calls are not allowed in this search")
+        if not allow_library:  # judging: the rule and its reason code live in verify.library_use
+            found = verify.library_use(recorder.ops, counter.calls, state["calls"])
+            if found:
+                raise Verdict("rejected", found.reason, reason_code=found.code)
         return outputs
     except (Verdict, verify.Rejected):
         raise

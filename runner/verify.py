@@ -31,6 +31,7 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import findings
 from .facts import is_bookkeeping
 
 # Captured when the sandbox starts, before any candidate code exists.
@@ -183,6 +184,25 @@ def computing_ops(ops: list[str]) -> list[str]:
         if not is_bookkeeping(op) and op not in seen:
             seen.append(op)
     return seen
+
+
+def library_use(ops: list[str], own_launches: int, call: int) -> findings.Finding | None:
+    """Without library calls: PyTorch computing beside a kernel of its own is a partial replacement
+    (named ops, allowed with library calls); PyTorch or nothing without one is no kernel of its own."""
+    computing = computing_ops(ops)
+    if computing and own_launches:
+        return findings.Finding(findings.partial_reason([findings.aten_name(op) for op in computing],
+                                                        f"forward (untimed call {call})"), findings.PARTIAL)
+    if computing:
+        return findings.Finding(f"forward computes with PyTorch on untimed call {call} (" + ", ".join(computing[:5])
+                                + ") and launched no kernel of its own; a kernel of its own must do the "
+                                "computation (or allow library calls)", findings.NO_KERNEL)
+    if not own_launches:
+        return findings.Finding(f"forward launched no kernel of its own on untimed call {call} (a cupy "
+                                "RawKernel/RawModule function, a Triton kernel, or a function of a library or "
+                                "extension the kernel compiled); library calls are not allowed in this search",
+                                findings.NO_KERNEL)
+    return None
 
 
 class LaunchCounter:

@@ -98,7 +98,7 @@ def test_a_tensor_built_from_the_inputs_values_is_computation():
         bias = torch.tensor([v * 2 for v in x.sum(dim=0).tolist()])
         return ext.conv(x, self.conv.weight, bias)
     '''))
-    assert any("torch.tensor()" in r for r in found), found
+    assert len(found) == 1 and "uses PyTorch for" in found[0] and "tensor" in found[0], found
 
 
 # --- DSL kernel bodies ---------------------------------------------------------------------------
