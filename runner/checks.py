@@ -122,9 +122,18 @@ SOURCE_PATTERNS = (
      "creates or uses a side CUDA stream the timer does not see; launch on torch's current stream"),
     (re.compile(r"\b(pthread_create|std::thread|std::async|std::jthread)\b|\bfork\s*\("),
      "starts threads or processes that can outlive the timed call; use OpenMP inside the call instead"),
+    (re.compile(r"\b(cudaStreamAttributeAccessPolicyWindow|accessPolicyWindow|cudaAccessPropertyPersisting|"
+                r"cudaLimitPersistingL2CacheSize|CU_LIMIT_PERSISTING_L2_CACHE_SIZE|cudaCtxResetPersistingL2Cache|"
+                r"hitProp)\b"), "keeps data persisting in L2 across the cache flush between timed calls; leave the "
+                               "cache policy alone"),
     (re.compile(r"\bomp_set_num_threads\b|\bnum_threads\s*\("),
      "changes the thread count, which the runner fixes for candidate and baselines alike"),
 )
+
+
+# The driver/runtime calls that set a persisting L2 window or its carve-out, as ctypes would name them.
+L2_POLICY_NAMES = re.compile(r"(?:cuda|cu)(?:StreamSetAttribute|CtxSetLimit|DeviceSetLimit|GraphKernelNodeSetAttribute|"
+                             r"LaunchAttributeAccessPolicyWindow)|AccessPolicyWindow|PersistingL2")
 
 
 @dataclass
@@ -639,6 +648,11 @@ class Checker:
 
     def check_embedded_sources(self) -> None:
         for node in ast.walk(self.tree):
+            word = node.attr if isinstance(node, ast.Attribute) else node.value if (
+                isinstance(node, ast.Constant) and isinstance(node.value, str)) else None
+            if word and L2_POLICY_NAMES.search(word):
+                self.flag(node, f"uses {L2_POLICY_NAMES.search(word).group(0)}, which can keep data persisting "
+                                "in L2 across the cache flush between timed calls; leave the cache policy alone")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 20:
                 for pattern, why in SOURCE_PATTERNS:
                     match = pattern.search(node.value)

@@ -247,3 +247,27 @@ def test_a_helper_cache_keyed_on_the_input_itself_is_flagged():
                               'return self.get(A, N, "float32")(A.contiguous(), B.contiguous())')
     found = reasons(source, ADD)
     assert any("self.kernels" in r and "input M" in r for r in found), found
+
+
+# --- a persisting L2 window ----------------------------------------------------------------------
+
+def test_a_persisting_l2_window_is_flagged_in_cuda_source_and_through_ctypes():
+    in_cuda = conv_kernel('''
+        return ext.conv(x, self.conv.weight, torch.empty(0))
+    ''').replace("/* a hand-written convolution */",
+                 "cudaStreamAttrValue v; v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;")
+    assert any("persisting in L2" in r for r in reasons(in_cuda)), reasons(in_cuda)
+    through_ctypes = conv_kernel('''
+        CUDART.cudaStreamSetAttribute(torch.cuda.current_stream().cuda_stream, 1, None)
+        return ext.conv(x, self.conv.weight, torch.empty(0))
+    ''').replace("class ModelNew", "import ctypes\nCUDART = ctypes.CDLL('libcudart.so')\n\nclass ModelNew")
+    found = reasons(through_ctypes)
+    assert any("cudaStreamSetAttribute" in r and "persisting" in r for r in found), found
+
+
+def test_opting_in_to_more_shared_memory_is_no_cache_policy():
+    source = conv_kernel('''
+        return ext.conv(x, self.conv.weight, torch.empty(0))
+    ''').replace("/* a hand-written convolution */",
+                 "cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);")
+    assert reasons(source) == []
