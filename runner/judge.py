@@ -421,7 +421,7 @@ def _time_candidate(module, new, device, seed, reference, truth_model, run_candi
     # judging: timed calls' outputs checked over the whole loop (runner/replay.py), plain and dense
     replay = replay_.LateReplay(replay_.TruthCheck(lambda x: _truth(truth_model, reference, x),
                                                    lambda x, t: _reference_err(reference, x, t, atol, rtol),
-                                                   atol, rtol), device=device)
+                                                   atol, rtol), device=device, untimed=run_candidate)
 
     def call(*inputs):
         return replay_.materialised(new(*inputs))

@@ -30,9 +30,15 @@ class LateReplay:
     is caught wherever it turns. The picks come from the OS's randomness, nothing the candidate can
     read in this process."""
 
-    def __init__(self, check, block: int = 8, device: str = "cpu"):
+    # Blocks after whose sampled call one untimed, recorded call runs (aten ops, launches): spread
+    # over loops of any length, at most four extra calls.
+    UNTIMED_BLOCKS = (1, 4, 16, 48)
+
+    def __init__(self, check, block: int = 8, device: str = "cpu", untimed=None):
         self.check = check  # (inputs, outputs) -> err, or None when the outputs pass
         self.block = block
+        self.untimed = untimed  # (inputs) -> None: one recorded call outside the clock; raises to refuse
+        self.untimed_calls = 0
         self.between_calls = persisting_l2_reset(device)
         self.between_calls()
         self.pick = -1
@@ -48,6 +54,9 @@ class LateReplay:
         if i == self.pick:
             self._check(i, inputs, outs)
             self.last = None
+            if self.untimed is not None and i // self.block in self.UNTIMED_BLOCKS:
+                self.untimed_calls += 1
+                self.untimed(inputs)
         else:
             self.last = (i, inputs, outs)
         self.between_calls()
