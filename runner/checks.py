@@ -16,6 +16,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from . import findings
+from .compile import toolchain_problem
+from .findings import Finding
+
 KERNEL_RULE = (
     "PyTorch may be used in forward only for allocation (torch.empty*), views and shape handling, "
     "dtype/contiguity and data_ptr (see docs/KERNEL_FORMAT.md)"
@@ -62,6 +66,8 @@ COMPILE_CALLS = (
     "cupy.RawModule", "cupy.RawKernel", "cupy.ElementwiseKernel", "cupy.ReductionKernel",
     "torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load",
     "ctypes.CDLL", "ctypes.cdll.LoadLibrary", "ctypes.CDLL.__init__", "triton.jit",
+    "cutlass.cute.compile", "cutlass.cute.kernel", "cutlass.cute.jit", "tilelang.compile", "tilelang.jit",
+    "tilelang.language.prim_func",
 )
 
 CONCURRENCY_MODULES = {
@@ -116,9 +122,18 @@ SOURCE_PATTERNS = (
      "creates or uses a side CUDA stream the timer does not see; launch on torch's current stream"),
     (re.compile(r"\b(pthread_create|std::thread|std::async|std::jthread)\b|\bfork\s*\("),
      "starts threads or processes that can outlive the timed call; use OpenMP inside the call instead"),
+    (re.compile(r"\b(cudaStreamAttributeAccessPolicyWindow|accessPolicyWindow|cudaAccessPropertyPersisting|"
+                r"cudaLimitPersistingL2CacheSize|CU_LIMIT_PERSISTING_L2_CACHE_SIZE|cudaCtxResetPersistingL2Cache|"
+                r"hitProp)\b"), "keeps data persisting in L2 across the cache flush between timed calls; leave the "
+                               "cache policy alone"),
     (re.compile(r"\bomp_set_num_threads\b|\bnum_threads\s*\("),
      "changes the thread count, which the runner fixes for candidate and baselines alike"),
 )
+
+
+# The driver/runtime calls that set a persisting L2 window or its carve-out, as ctypes would name them.
+L2_POLICY_NAMES = re.compile(r"(?:cuda|cu)(?:StreamSetAttribute|CtxSetLimit|DeviceSetLimit|GraphKernelNodeSetAttribute|"
+                             r"LaunchAttributeAccessPolicyWindow)|AccessPolicyWindow|PersistingL2")
 
 
 @dataclass
@@ -198,20 +213,54 @@ def bound_names(target: ast.AST) -> set[str]:
     return set()
 
 
+
+DSL_DECORATOR_ROOTS = ("triton", "numba", "cutlass", "tilelang")
+
+
+def host_nodes(func: ast.AST, is_device) -> list[ast.AST]:
+    """The nodes of func outside the bodies of device functions nested in it (a Triton,
+    CuTe or TileLang kernel defined inside a builder): their arithmetic is the kernel's own."""
+    found, pending = [], [func]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_device(child):
+                continue
+            pending.append(child)
+    return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def placeholder_tensor(node: ast.Call, name: str) -> bool:
+    """`torch.Tensor()` or `torch.tensor([])`: an empty placeholder (an absent bias), an allocation."""
+    if name not in ("torch.Tensor", "torch.tensor") or node.keywords and name == "torch.Tensor":
+        return False
+    if not node.args:
+        return name == "torch.Tensor"
+    return len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts
+
+
 class FunctionFacts:
     """What one function does with tensors: which names hold tensors, which ops it calls."""
 
     def __init__(self, func: ast.FunctionDef, imports: Imports, self_tensors: set[str],
-                 self_modules: dict[str, str]):
+                 self_modules: dict[str, str], *, plain_params: frozenset = frozenset(), is_device=None):
         self.func = func
         self.imports = imports
         self.self_tensors = self_tensors
         self.self_modules = self_modules
-        self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs if a.arg != "self"}
+        self.nodes = host_nodes(func, is_device) if is_device else list(ast.walk(func))
+        # A helper's parameter every call site fills with a non-tensor (a shape, a dtype name) is no tensor.
+        self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs
+                        if a.arg != "self" and a.arg not in plain_params}
         if func.args.vararg:
             self.tensors.add(func.args.vararg.arg)
         for _ in range(3):  # enough passes for assignments that build on each other
-            for node in ast.walk(func):
+            for node in self.nodes:
                 if isinstance(node, ast.Assign) and self.is_tensor(node.value):
                     for target in node.targets:
                         self.tensors.update(bound_names(target))
@@ -260,7 +309,7 @@ class FunctionFacts:
     def compute_uses(self) -> list[tuple[int, str]]:
         """(line, description) of every place the function computes with PyTorch or a library."""
         uses = []
-        for node in ast.walk(self.func):
+        for node in self.nodes:
             found = self.compute_use(node)
             if found:
                 uses.append((node.lineno, found))
@@ -287,7 +336,7 @@ class FunctionFacts:
     def compute_call(self, node: ast.Call) -> str | None:
         name = self.imports.resolve(node.func)
         if name and under(name, "torch"):
-            if allowed_torch_call(name):
+            if allowed_torch_call(name) or placeholder_tensor(node, name):
                 return None
             return f"{name}()"
         if name and under(name, "cupy"):
@@ -314,13 +363,13 @@ class FunctionFacts:
     def ops_called(self) -> dict[str, int]:
         """Normalized names of torch ops this function calls, with a line each."""
         ops: dict[str, int] = {}
-        for node in ast.walk(self.func):
+        for node in self.nodes:
             op = None
             if isinstance(node, ast.Call):
                 name = self.imports.resolve(node.func)
                 if name and under(name, "torch"):
                     last = name.rsplit(".", 1)[-1]
-                    if not allowed_torch_call(name):
+                    if not allowed_torch_call(name) and not placeholder_tensor(node, name):
                         op = last
                 elif (attr := self.self_attr(node.func)) in self.self_modules:
                     op = self.self_modules[attr]
@@ -388,12 +437,15 @@ class Checker:
         self.reasons: list[str] = []
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.plain_params: dict[int, frozenset] = {}
+        self.codes: dict[str, str] = {}
 
-    def flag(self, node: ast.AST | int | None, message: str) -> None:
+    def flag(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
         reason = f"line {line}: {message}" if line else message
         if reason not in self.reasons:
             self.reasons.append(reason)
+            self.codes[reason] = code
 
     def run(self) -> list[str]:
         self.check_imports()
@@ -410,13 +462,34 @@ class Checker:
         info = class_info(model_new, self.imports)
         self.check_model_new_shape(info)
         reachable = self.forward_reachable(info)
-        self.check_reference_use(info, reachable)
+        self.infer_plain_params(reachable)
+        partial = not self.allow_library and self.check_partial_replacement(info, reachable)
+        if not partial:
+            self.check_reference_use(info, reachable)
         self.check_caching(info, reachable)
         self.check_returns_input(info)
         if not self.allow_library:
-            self.check_compute(info, reachable)
+            if not partial:
+                self.check_compute(info, reachable)
             self.check_kernel_of_its_own(info, reachable)
         return self.reasons
+
+    def check_partial_replacement(self, info: ClassInfo, reachable) -> bool:
+        """A kernel of its own launched in forward, with some ops left to PyTorch (KernelBench allows
+        it): one finding naming those ops, coded so the app and the proposer can offer library calls.
+        When PyTorch runs every op of the reference, the kernel is a decoy: not partial."""
+        if not reachable or not self.compiles() or not any(self.launches_kernel(f, o) for f, o in reachable):
+            return False
+        uses = sorted((line, use) for f, o in reachable for line, use in self.facts_for(f, o).compute_uses())
+        if not uses:
+            return False
+        theirs = self.reference_ops(labels=True)
+        ours = {normalized(op_label(use)) for _, use in uses}
+        ours |= {op for f, o in reachable for op in self.facts_for(f, o).ops_called()}
+        if theirs and set(theirs) <= ours:
+            return False
+        self.flag(uses[0][0], findings.partial_reason([op_label(use) for _, use in uses]), findings.PARTIAL)
+        return True
 
     # --- imports, patching, introspection ----------------------------------------------------
 
@@ -575,6 +648,11 @@ class Checker:
 
     def check_embedded_sources(self) -> None:
         for node in ast.walk(self.tree):
+            word = node.attr if isinstance(node, ast.Attribute) else node.value if (
+                isinstance(node, ast.Constant) and isinstance(node.value, str)) else None
+            if word and L2_POLICY_NAMES.search(word):
+                self.flag(node, f"uses {L2_POLICY_NAMES.search(word).group(0)}, which can keep data persisting "
+                                "in L2 across the cache flush between timed calls; leave the cache policy alone")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 20:
                 for pattern, why in SOURCE_PATTERNS:
                     match = pattern.search(node.value)
@@ -643,30 +721,76 @@ class Checker:
         return list(seen.values())
 
     def is_device_function(self, func: ast.FunctionDef) -> bool:
-        """A Triton (or numba) kernel body: its arithmetic is the kernel's own, not PyTorch's."""
+        """A kernel body in a DSL (`@triton.jit`, `@cute.kernel`/`@cute.jit`, TileLang's
+        `@T.prim_func`, numba): its arithmetic is the kernel's own, not PyTorch's."""
         for decorator in func.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if under(self.imports.resolve(target), "triton", "numba"):
+            if under(self.imports.resolve(target), *DSL_DECORATOR_ROOTS):
                 return True
         return False
 
     def facts_for(self, func: ast.FunctionDef, owner: ClassInfo | None) -> FunctionFacts:
         return FunctionFacts(func, self.imports, owner.self_tensors if owner else set(),
-                             owner.self_modules if owner else {})
+                             owner.self_modules if owner else {}, is_device=self.is_device_function,
+                             plain_params=self.plain_params.get(id(func), frozenset()))
 
-    def check_reference_use(self, info: ClassInfo, reachable) -> None:
-        if self.allow_library or self.reference is None:
-            return
+    def infer_plain_params(self, reachable) -> None:
+        """Parameters of forward's helpers that every call site fills with a non-tensor. A helper
+        also used as a value (passed on, stored) keeps all its parameters tensors."""
+        targets = {id(f): f for f, owner in reachable if f.name != "forward"}
+        for _ in range(2):  # a helper's call sites inside another helper depend on that one's params
+            passed: dict[int, dict[str, bool]] = {}
+            escaped: set[int] = set()
+            for func, owner in reachable:
+                facts = self.facts_for(func, owner)
+                called = {id(n.func) for n in facts.nodes if isinstance(n, ast.Call)}
+                for node in facts.nodes:
+                    target = self.helper_named(node, owner)
+                    if target is not None and id(target) in targets and id(node) not in called:
+                        escaped.add(id(target))
+                    if not isinstance(node, ast.Call) or (target := self.helper_named(node.func, owner)) is None:
+                        continue
+                    params = [a.arg for a in target.args.args if a.arg != "self"]
+                    seen = passed.setdefault(id(target), {})
+                    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                        escaped.add(id(target))
+                    pairs = list(zip(params, node.args)) + [(k.arg, k.value) for k in node.keywords]
+                    for name, value in pairs:
+                        seen[name] = seen.get(name, False) or facts.is_tensor(value)
+            self.plain_params = {key: frozenset(n for n, tensor in seen.items() if not tensor)
+                                 for key, seen in passed.items() if key not in escaped}
+
+    def helper_named(self, node: ast.AST, owner: ClassInfo | None) -> ast.FunctionDef | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and owner and node.attr in owner.methods:
+            return owner.methods[node.attr]
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.functions:
+            return self.functions[node.id]
+        return None
+
+    def reference_ops(self, labels: bool = False) -> dict[str, int]:
+        """Normalized names of the torch ops the reference's Model runs (empty when unknown); with
+        `labels`, its operators on tensors too (`+`)."""
+        if self.reference is None:
+            return {}
         ref_imports = collect_imports(self.reference)
         ref_class = next((n for n in self.reference.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
         if ref_class is None:
-            return
+            return {}
         ref_info = class_info(ref_class, ref_imports)
         ref_ops: dict[str, int] = {}
         for name, method in ref_info.methods.items():
             if name != "__init__":
-                ref_ops.update(FunctionFacts(method, ref_imports, ref_info.self_tensors,
-                                             ref_info.self_modules).ops_called())
+                facts = FunctionFacts(method, ref_imports, ref_info.self_tensors, ref_info.self_modules)
+                ref_ops.update(facts.ops_called())
+                if labels:
+                    ref_ops.update({normalized(op_label(use)): line for line, use in facts.compute_uses()})
+        return ref_ops
+
+    def check_reference_use(self, info: ClassInfo, reachable) -> None:
+        if self.allow_library:
+            return
+        ref_ops = self.reference_ops()
         for func, owner in reachable:
             for op, line in self.facts_for(func, owner).ops_called().items():
                 if op in ref_ops:
@@ -683,13 +807,13 @@ class Checker:
         if forward is None:
             return
         inputs = {a.arg for a in forward.args.args if a.arg != "self"}
-        for _ in range(2):  # names that are an input or a view of one
-            for node in ast.walk(forward):
-                if isinstance(node, ast.Assign) and self.is_input_view(node.value, inputs):
-                    for target in node.targets:
-                        inputs |= bound_names(target)
-        for node in ast.walk(forward):
-            if isinstance(node, ast.Return) and node.value is not None:
+        # In source order, so `x = self.kernel(x)` rebinds x to the kernel's result: from then on x
+        # is not the input (a linear reading; the runtime alias check covers what branches hide).
+        for node in sorted(host_nodes(forward, self.is_device_function), key=_position):
+            if isinstance(node, ast.Assign):
+                names = set().union(*(bound_names(t) for t in node.targets))
+                inputs = inputs | names if self.is_input_view(node.value, inputs) else inputs - names
+            elif isinstance(node, ast.Return) and node.value is not None:
                 values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
                 for value in values:
                     if self.is_input_view(value, inputs):
@@ -708,28 +832,31 @@ class Checker:
             return node.func.attr in view_like and self.is_input_view(node.func.value, inputs)
         return False
 
+    def compiles(self) -> bool:
+        if any(isinstance(n, ast.Call) and (self.imports.resolve(n.func) or "") in COMPILE_CALLS
+               for n in ast.walk(self.tree)):
+            return True
+        return any((self.imports.resolve(d.func if isinstance(d, ast.Call) else d) or "") in COMPILE_CALLS
+                   for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for d in n.decorator_list)
+
     def check_kernel_of_its_own(self, info: ClassInfo, reachable) -> None:
-        compiles = any(isinstance(n, ast.Call) and (self.imports.resolve(n.func) or "") in COMPILE_CALLS
-                       for n in ast.walk(self.tree))
-        compiles = compiles or any(
-            (self.imports.resolve(d.func if isinstance(d, ast.Call) else d) or "") in COMPILE_CALLS
-            for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for d in n.decorator_list)
-        if not compiles:
+        if not self.compiles():
             how = ("a C library built with the system compiler and loaded with ctypes.CDLL, or load_inline"
-                   if self.device == "cpu" else "cupy.RawModule/RawKernel, or load_inline")
+                   if self.device == "cpu" else "cupy.RawModule/RawKernel, Triton, or load_inline")
             self.flag(None, f"the module compiles no kernel of its own; build one ({how}) and call it in "
-                            "forward, or run the search with library calls allowed")
+                            "forward, or run the search with library calls allowed", findings.NO_KERNEL)
             return
         if reachable and not any(self.launches_kernel(func, owner) for func, owner in reachable):
-            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there")
+            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there",
+                      findings.NO_KERNEL)
 
     def launches_kernel(self, func: ast.FunctionDef, owner: ClassInfo | None) -> bool:
         facts = self.facts_for(func, owner)
         plain = {"len", "int", "float", "range", "tuple", "list", "min", "max", "isinstance", "print",
                  "super", "type", "getattr", "hasattr", "str", "abs", "divmod", "enumerate", "zip", "sum",
                  "all", "any", "bool", "dict", "set", "round", "id"}
-        for node in ast.walk(func):
+        for node in facts.nodes:
             if not isinstance(node, ast.Call):
                 continue
             name = self.imports.resolve(node.func) or ""
@@ -759,8 +886,9 @@ class Checker:
                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                         if isinstance(t, ast.Name)}
         for func, owner in reachable:
-            state = CallState(func, self.facts_for(func, owner), module_names)
-            for node in ast.walk(func):
+            facts = self.facts_for(func, owner)
+            state = CallState(func, facts, module_names)
+            for node in facts.nodes:
                 found = state.caching(node)
                 if found:
                     self.flag(node, f"{found}; results must be computed from this call's inputs, "
@@ -777,7 +905,7 @@ class CallState:
     def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
         self.facts = facts
         self.module_names = module_names
-        self.params = {a.arg for a in func.args.args if a.arg != "self"}
+        self.params = {a.arg for a in func.args.args if a.arg != "self" and a.arg in facts.tensors}
         self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
                          for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
@@ -860,13 +988,37 @@ class CallState:
         return None
 
 
+def op_label(use: str) -> str:
+    """The op a compute_use description names: `torch.nn.functional.relu()` -> relu,
+    `self.fc1(), a torch.nn.Linear` -> linear, `the operator + on tensors` -> +."""
+    if match := re.match(r"self\.\w+(?:\.forward)?\(\), a torch\.nn\.(\w+)", use):
+        return match.group(1).lower()
+    if match := re.match(r"the (?:in-place )?operator (\S+)", use):
+        return match.group(1)
+    if match := re.match(r"the tensor method \.(\w+)\(\)", use):
+        return match.group(1)
+    if match := re.match(r"([\w.]+)\(\)", use):
+        name = match.group(1)
+        return name.rsplit(".", 1)[-1] if under(name, "torch") else name
+    return use.replace(" into a tensor", "").replace(" of tensors", "")
+
+
 def check_source(source: str, *, reference_source: str = "", allow_library: bool = False,
                  device: str = "cpu") -> list[str]:
     """Reasons to reject a candidate kernel before running it; an empty list means none found."""
+    return [f.reason for f in check_findings(source, reference_source=reference_source,
+                                             allow_library=allow_library, device=device)]
+
+
+def check_findings(source: str, *, reference_source: str = "", allow_library: bool = False,
+                   device: str = "cpu") -> list[Finding]:
+    """check_source's reasons with their reason codes (runner/findings.py), the first to report first."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return [f"line {error.lineno}: the kernel is not valid Python ({error.msg}); fix the syntax"]
+        return [Finding(f"line {error.lineno}: the kernel is not valid Python ({error.msg}); fix the syntax")]
+    if problem := toolchain_problem(source):
+        return [Finding(problem, findings.TOOLCHAIN, "compile_error")]
     reference = None
     if reference_source:
         try:
@@ -879,7 +1031,9 @@ def check_source(source: str, *, reference_source: str = "", allow_library: bool
     reasons = checker.run()
     if not allow_library:
         reasons += [r for r in torch_functions_held(tree, checker.imports) if r not in reasons]
-    return reasons
+    found = [Finding(r, checker.codes.get(r, findings.RULE)) for r in reasons]
+    # A cheat outranks the partial-replacement hint: report it first.
+    return sorted(found, key=lambda f: f.code in (findings.PARTIAL, findings.NO_KERNEL))
 
 
 class _Plain(ast.NodeTransformer):

@@ -73,10 +73,40 @@ def make_cache_dirs() -> None:
             os.makedirs(os.environ[name], exist_ok=True)
 
 
+# Kernel DSLs by module, with the package that provides them (a missing one is a compile_error).
+DSL_PACKAGES = {"cutlass": "nvidia-cutlass-dsl (CuTe DSL)", "tilelang": "tilelang", "triton": "triton",
+                "thunderkittens": "ThunderKittens", "numba": "numba"}
+HIP_MARKERS = re.compile(r"hip/hip_runtime\.h|\bhipcc\b|\bhipLaunchKernelGGL\b|\bhipMalloc\b|__HIP_PLATFORM")
+
+
+def toolchain_problem(source: str) -> str | None:
+    """Why a kernel cannot be built for an NVIDIA GPU at all, before anything runs: HIP needs ROCm."""
+    if HIP_MARKERS.search(source):
+        return ("the kernel is written for AMD's HIP (ROCm: hipcc, hip/hip_runtime.h), which this runner does "
+                "not target: it runs CUDA on NVIDIA GPUs; write the kernel in CUDA (load_inline or cupy) instead")
+    return None
+
+
+def missing_package(exc: BaseException) -> str | None:
+    """The message for a kernel importing a module that is not installed, naming its package."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    package = DSL_PACKAGES.get(top, top)
+    return (f"the kernel imports {exc.name}, from the package {package}, which is not installed where the "
+            "evaluator runs; install it there or write the kernel with CUDA (load_inline, cupy) or Triton")
+
+
+def is_lazy_compile_error(exc: BaseException) -> bool:
+    """A kernel compiled on its first launch (Triton JIT) failing there: a compile error all the same."""
+    module = type(exc).__module__ or ""
+    return module.startswith("triton") and type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure")
+
+
 def is_compile_error(exc: BaseException) -> bool:
     """Whether an exception raised while importing/building a kernel is a compile failure."""
     name = type(exc).__name__
-    if isinstance(exc, SyntaxError) or name == "CompileException":
+    if isinstance(exc, SyntaxError) or name == "CompileException" or missing_package(exc) or is_lazy_compile_error(exc):
         return True
     if isinstance(exc, subprocess.CalledProcessError):
         return True
@@ -88,7 +118,9 @@ def compile_log(exc: BaseException, stderr_tail: str = "") -> str:
     """The compiler's own message, trimmed: the exception text (cupy/NVRTC, load_inline) or
     the captured output of a failed compiler command."""
     parts = []
-    if isinstance(exc, SyntaxError):
+    if missing_package(exc):
+        parts.append(missing_package(exc))
+    elif isinstance(exc, SyntaxError):
         parts.append(f"line {exc.lineno}: {exc.msg}\n{(exc.text or '').rstrip()}")
     elif isinstance(exc, subprocess.CalledProcessError):
         for stream in (exc.stderr, exc.output):
@@ -100,7 +132,11 @@ def compile_log(exc: BaseException, stderr_tail: str = "") -> str:
         parts.append(str(exc))
     if stderr_tail.strip():
         parts.append(stderr_tail)
-    return trim(" \n".join(parts))
+    text = " \n".join(parts)
+    if "kittens.cuh" in text:  # say which package the missing header belongs to
+        text = ("ThunderKittens is not installed (its headers include/kittens.cuh, under $THUNDERKITTENS_ROOT)\n"
+                + text)
+    return trim(text)
 
 
 def trim(log: str) -> str:

@@ -11,7 +11,7 @@ import random
 
 from . import baselines, quarantine, schema
 from . import compile as compiling
-from .checks import check_source
+from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
 from .errors import ProblemInvalid, RunnerError
 from .version import RUNNER_VERSION, SCHEMA
 
@@ -68,10 +68,10 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result = empty_verdict(seed)
     result["environment"] = environment_of(None, pool)
 
-    reasons = check_source(kernel_source, reference_source=problem_source, allow_library=allow_library,
+    found = check_findings(kernel_source, reference_source=problem_source, allow_library=allow_library,
                            device=device)
-    if reasons:
-        result.update(status="rejected", reason=reasons[0])
+    if found:  # judging: the first finding, with its code (runner/findings.py)
+        result.update(status=found[0].status, reason=found[0].reason, reason_code=found[0].code)
         return result
 
     environment = pool.current_environment()
@@ -92,7 +92,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
             raw = schema.evaluation(outcome.result)
         except schema.Malformed as exc:
             raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used"}
-        for name in ("status", "reason", "precision", "compile", "correctness", "timing", "phases", "log"):
+        for name in ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing", "phases",
+                     "log"):
             if name in raw:
                 result[name] = raw[name]
         limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
@@ -109,7 +110,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
 
 
 def empty_verdict(seed: int | None) -> dict:
-    return {"schema": SCHEMA, "status": "runtime_error", "reason": "", "quarantined": False,
+    return {"schema": SCHEMA, "status": "runtime_error", "reason": "", "reason_code": None, "quarantined": False,
             "quarantine_reason": None, "seed": seed, "precision": None, "compile": {"seconds": None, "log": ""},
             "correctness": None, "timing": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},

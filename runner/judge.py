@@ -20,13 +20,13 @@ import torch
 from . import compile as compiling
 from . import facts
 from . import problem as problems
+from . import replay as replay_
 from . import timing, verify
 from .version import RUNNER_VERSION
 
 ROOT = Path(os.environ.get("KERNELLAB_SANDBOX_ROOT", "/tmp"))
 INPUT_SETS_MAX = 8
 INPUT_SETS_BYTES = 4 * 1024**3  # memory for distinct timed input sets
-RECHECKED_CALLS = (1, 9)  # timed calls whose outputs are checked again
 _perf_counter = time.perf_counter
 
 
@@ -242,6 +242,7 @@ def _evaluate(job: dict, channel, result: dict) -> None:
     guarded = verify.snapshot()
     counter = verify.LaunchCounter([str(ROOT)])
     counter.install()
+    counter.watch(job["kernel_source"], device)  # judging: driver-level launch accounting (CUDA)
     if "cpp_extension" in job["kernel_source"]:
         counter.install_extension_hook()
     phases, mark = result["phases"], _perf_counter()
@@ -327,25 +328,21 @@ def _call(new, given, state, counter, allow_library, sync):
         counter.calls = 0
         counter.active = True
         try:
-            with recorder:
-                outputs = new(*given)
-            sync()
+            with counter.launches.recording():
+                with recorder:
+                    outputs = new(*given)
+                sync()
         finally:
             counter.active = False
         if state["first"]:
             state["first"] = False
             state["ops"] = recorder.ops
         state["calls"] = state.get("calls", 0) + 1
-        if not allow_library:
-            computing = verify.computing_ops(recorder.ops)
-            if computing:
-                raise Verdict("rejected", f"forward computes with PyTorch on untimed call {state['calls']} (" +
-                              ", ".join(computing[:5]) + "); a kernel of its own must do the computation "
-                              "(or allow library calls)")
-            if counter.calls == 0:
-                raise Verdict("rejected", f"forward launched no kernel of its own on untimed call {state['calls']} "
-                              "(a cupy RawKernel/RawModule function, or a function of a library or extension the "
-                              "kernel compiled); library calls are not allowed in this search")
+        # judging: the rules and their reason codes live in verify.library_use and runner/launches.py
+        found = None if allow_library else verify.library_use(recorder.ops, counter.calls, state["calls"])
+        found = found or counter.launches.finding(allow_library=allow_library, call=state["calls"])
+        if found:
+            raise Verdict("rejected", found.reason, reason_code=found.code)
         return outputs
     except (Verdict, verify.Rejected):
         raise
@@ -421,18 +418,17 @@ def _truth(truth_model, reference, inputs) -> list:
 
 def _time_candidate(module, new, device, seed, reference, truth_model, run_candidate, atol, rtol, guarded):
     sets = input_sets(module, device, seed)
-    rechecks = {}
-
-    def keep(i, inputs, out):
-        if i in RECHECKED_CALLS:
-            rechecks[i] = (inputs, [o.detach().clone() for o in problems.as_outputs(out)])
+    # judging: timed calls' outputs checked over the whole loop (runner/replay.py), plain and dense
+    replay = replay_.LateReplay(replay_.TruthCheck(lambda x: _truth(truth_model, reference, x),
+                                                   lambda x, t: _reference_err(reference, x, t, atol, rtol),
+                                                   atol, rtol), device=device, untimed=run_candidate)
 
     def call(*inputs):
-        return new(*inputs)
+        return replay_.materialised(new(*inputs))
 
     try:
         with torch.no_grad():
-            measured = _timer(device)(call, sets, on_output=keep)
+            measured = _timer(device)(call, sets, on_output=replay.see)
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     _guard(guarded)
@@ -440,13 +436,12 @@ def _time_candidate(module, new, device, seed, reference, truth_model, run_candi
         run_candidate(sets[-1])
     except verify.Rejected as exc:
         raise Verdict("rejected", str(exc)) from None
-    for i, (inputs, outs) in rechecks.items():
-        truths = _truth(truth_model, reference, inputs)
-        err, _ = verify.compare(outs, truths, atol, rtol)
-        ref_err = _reference_err(reference, inputs, truths, atol, rtol)
-        if not verify.passes(err, ref_err):
-            raise Verdict("incorrect", f"timed call {i} returned a wrong result (err {_fmt(err)}) on fresh inputs; "
-                          "results must not be cached across calls")
+    with torch.no_grad():
+        wrong = replay.finish()
+    if wrong:
+        raise Verdict("incorrect", f"timed call {wrong[0]} of {len(measured['samples_ms'])} returned a wrong result "
+                      f"(err {_fmt(wrong[1])}) on its inputs; results must be computed on every call, not cached "
+                      f"or replayed ({len(replay.checked)} timed calls checked)")
     unseen = timing.unseen_work(measured)
     if unseen:
         raise Verdict("rejected", unseen)
@@ -471,7 +466,8 @@ def _classify(exc: BaseException, *, during: str) -> Verdict:
     if isinstance(exc, MemoryError) or "out of memory" in lowered or "can't allocate memory" in lowered \
             or type(exc).__name__ == "OutOfMemoryError":
         return Verdict("oom", f"out of memory while {during}: {compiling.first_line(text, 200)}")
-    if during == "building the kernel" and compiling.is_compile_error(exc):
+    # judging: Triton compiles on the first launch, in forward; its errors are compile errors all the same
+    if (during == "building the kernel" or compiling.is_lazy_compile_error(exc)) and compiling.is_compile_error(exc):
         log = compiling.compile_log(exc)
         return Verdict("compile_error", f"the kernel did not compile: {compiling.first_line(log, 200)}",
                        compile={"seconds": None, "log": log})

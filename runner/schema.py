@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import timing
+from . import findings, timing
 
 STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed", "oom")
 MAX_TEXT = 20_000
@@ -69,8 +69,8 @@ def _dict(value, where: str, allowed: tuple[str, ...]) -> dict:
 
 # --- evaluation -----------------------------------------------------------------------------
 
-EVALUATION_KEYS = ("status", "reason", "precision", "compile", "correctness", "timing", "device_fault", "phases",
-                   "log")
+EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing",
+                   "device_fault", "phases", "log")
 DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
 TIMING_KEYS = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms")
 
@@ -84,7 +84,14 @@ def evaluation(raw) -> dict:
     clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000),
              "precision": _text(raw.get("precision"), "precision", 64, optional=True),
              "device_fault": bool(_bool(raw.get("device_fault", False), "device_fault")),
-             "log": _text(raw.get("log", ""), "log")}
+             "log": _text(raw.get("log", ""), "log"),
+             "reason_code": raw.get("reason_code")}
+    if clean["reason_code"] not in (None, *findings.CODES):
+        raise Malformed(f"reason_code {str(clean['reason_code'])[:40]!r} is not a known code")
+    if clean["reason_code"] is not None and status == "correct":
+        raise Malformed("a correct verdict with a reason_code")
+    if clean["reason_code"] is None and status == "rejected":
+        clean["reason_code"] = findings.RULE
     compile_ = _dict(raw.get("compile") or {"seconds": None, "log": ""}, "compile", ("seconds", "log"))
     clean["compile"] = {"seconds": _number(compile_.get("seconds"), "compile.seconds", optional=True, high=86400),
                         "log": _text(compile_.get("log", ""), "compile.log")}

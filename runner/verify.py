@@ -31,7 +31,9 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import findings
 from .facts import is_bookkeeping
+from .launches import Launches
 
 # Captured when the sandbox starts, before any candidate code exists.
 _isfinite, _isnan, _abs, _where, _equal = torch.isfinite, torch.isnan, torch.abs, torch.where, torch.equal
@@ -96,6 +98,7 @@ def check_output_form(outputs, expected: list) -> list:
         raise Rejected(f"forward returned {len(got)} tensors; the reference returns {len(expected)}")
     for i, (out, exp) in enumerate(zip(got, expected)):
         where = f"output {i}" if len(got) > 1 else "the output"
+        plain_tensor(out, where)
         if out.dtype != exp["dtype"]:
             raise Rejected(f"{where} has dtype {out.dtype}; the reference's is {exp['dtype']}")
         if tuple(out.shape) != tuple(exp["shape"]):
@@ -103,6 +106,16 @@ def check_output_form(outputs, expected: list) -> list:
         if out.device.type != exp["device"]:
             raise Rejected(f"{where} is on {out.device.type}; the reference's is on {exp['device']}")
     return got
+
+
+def plain_tensor(out, where: str = "the output") -> None:
+    """A lazy output (a tensor subclass, or a layout that defers work until read) would move the
+    computation out of the timed call into the comparison: only plain dense tensors count."""
+    if type(out) is not torch.Tensor:
+        raise Rejected(f"{where} is a {type(out).__name__}, not a plain torch.Tensor; return plain dense tensors "
+                       "whose values are computed inside forward")
+    if out.layout != torch.strided or out.is_nested:
+        raise Rejected(f"{where} has layout {out.layout}; return plain dense (strided) tensors")
 
 
 # --- memory, inputs, aliasing ------------------------------------------------------------
@@ -185,6 +198,25 @@ def computing_ops(ops: list[str]) -> list[str]:
     return seen
 
 
+def library_use(ops: list[str], own_launches: int, call: int) -> findings.Finding | None:
+    """Without library calls: PyTorch computing beside a kernel of its own is a partial replacement
+    (named ops, allowed with library calls); PyTorch or nothing without one is no kernel of its own."""
+    computing = computing_ops(ops)
+    if computing and own_launches:
+        return findings.Finding(findings.partial_reason([findings.aten_name(op) for op in computing],
+                                                        f"forward (untimed call {call})"), findings.PARTIAL)
+    if computing:
+        return findings.Finding(f"forward computes with PyTorch on untimed call {call} (" + ", ".join(computing[:5])
+                                + ") and launched no kernel of its own; a kernel of its own must do the "
+                                "computation (or allow library calls)", findings.NO_KERNEL)
+    if not own_launches:
+        return findings.Finding(f"forward launched no kernel of its own on untimed call {call} (a cupy "
+                                "RawKernel/RawModule function, a Triton kernel, or a function of a library or "
+                                "extension the kernel compiled); library calls are not allowed in this search",
+                                findings.NO_KERNEL)
+    return None
+
+
 class LaunchCounter:
     """Counts calls into code the candidate compiled: cupy raw kernels, ctypes functions of
     libraries under the sandbox's own directories, functions of extensions built there.
@@ -195,6 +227,11 @@ class LaunchCounter:
         self.calls = 0
         self.active = False
         self.libraries: list[str] = []
+        self.launches = Launches("", "cpu")  # inert until watch()
+
+    def watch(self, source: str, device: str) -> None:
+        """Driver-level accounting of the kernels each untimed call launches (runner/launches.py; CUDA only)."""
+        self.launches = Launches(source, device)
 
     def owns(self, path: str | None) -> bool:
         if not path or not isinstance(path, str) or "site-packages" in path or path.startswith("/usr/"):
@@ -287,6 +324,28 @@ class LaunchCounter:
         for module in list(sys.modules.values()):
             if self.owns(getattr(module, "__file__", None)):
                 self.wrap_module(module)
+        if "triton" in sys.modules:
+            self.wrap_triton()
+
+    def wrap_triton(self) -> None:
+        """Count launches of Triton kernels defined in the candidate's own files: `kernel[grid](...)`
+        and autotuned kernels both end in JITFunction.run."""
+        try:
+            from triton.runtime.jit import JITFunction
+        except ImportError:
+            return
+        if getattr(JITFunction.run, "_kernellab_counted", False):
+            return
+        original, counter = JITFunction.run, self
+
+        def run(kernel, *args, **kwargs):
+            code = getattr(getattr(kernel, "fn", None), "__code__", None)
+            if counter.owns(getattr(code, "co_filename", None)):
+                counter.count()
+            return original(kernel, *args, **kwargs)
+
+        run._kernellab_counted = True
+        JITFunction.run = run
 
     def wrap_module(self, module) -> None:
         if getattr(module, "_kernellab_counted", False):

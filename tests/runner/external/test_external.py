@@ -54,5 +54,7 @@ def test_external_kernel_gets_its_expected_verdict(kernel, allow_library, cuda_p
     if expected.get("reason_contains"):
         text = result["reason"] + " " + result.get("compile", {}).get("log", "") + " " + result.get("log", "")
         assert expected["reason_contains"].lower() in text.lower(), said
+    if expected.get("reason_code"):
+        assert result["reason_code"] == expected["reason_code"], said
     if result["status"] == "correct":
         assert result["quarantined"] is False, result["quarantine_reason"]

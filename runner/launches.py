@@ -1,0 +1,165 @@
+"""Driver-level launch accounting: every GPU kernel a call of forward launches, on any stream and
+from any launcher (cupy, load_inline, Triton, CUTLASS/CuTe, cuBLAS/cuDNN through ctypes), read from
+CUPTI's activity records through torch.profiler's CUDA activity.
+
+The Python-level launch counter (verify.LaunchCounter) sees only the launchers it wraps; this sees
+the kernels themselves. From them it decides, on the untimed calls only (profiling adds overhead):
+- a kernel of its own (without library calls): every kernel launched is the candidate's own,
+  matched by name against the kernels its source defines (`__global__` functions, `@triton.jit` /
+  `@cute.kernel` functions), except the fill and copy kernels of the bookkeeping ops forward may
+  use (docs/KERNEL_FORMAT.md lists them);
+- side streams (always): a kernel on a stream other than the timed stream is refused, naming the
+  stream and the kernel.
+It runs inside the candidate's process, so it can only make a verdict stricter, never pass one.
+On the CPU it does nothing: the Python-level counter stays the rule there. Torch is imported
+lazily, only on CUDA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from . import findings
+
+# The kernels of PyTorch's bookkeeping ops (zeros/fill_, contiguous/to/copy_, clone): allowed in forward.
+BOOKKEEPING_KERNELS = re.compile(
+    r"at::native::.*(?:FillFunctor|fill_kernel|direct_copy_kernel|copy_kernel|CopyFunctor|"
+    r"copy_device_to_device|cat_array_batched_copy|CatArrayBatchedCopy)", re.IGNORECASE)
+# Memory activity CUPTI reports beside kernels; not kernels of anyone's.
+MEMORY_ACTIVITY = re.compile(r"^(?:Memcpy|Memset)\b")
+
+_CUDA_KERNEL = re.compile(r"__global__\s+((?:__launch_bounds__\s*\([^)]*\)|[^(;{])*?)\b(?!__launch_bounds__)(\w+)\s*\(")
+_PYTHON_KERNEL = re.compile(
+    r"@(?:triton\.jit|triton\.autotune|cute\.kernel|cute\.jit|jit)\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)")
+
+
+def own_kernel_names(source: str) -> set[str]:
+    """Names of the kernels a candidate's source defines (in Python or in embedded CUDA strings)."""
+    names = {m.group(2) for m in _CUDA_KERNEL.finditer(source)}
+    names.update(m.group(1) for m in _PYTHON_KERNEL.finditer(source))
+    return names - {"__launch_bounds__", "if", "for", "while", "return", "void"}
+
+
+def base_name(kernel: str) -> str:
+    """The identifier of a launched kernel's name: `void ns::foo<128>(float*, int)` -> foo,
+    `_Z3fooPfi` -> foo, `_ZN2ns3fooEPf` -> foo, `foo` -> foo."""
+    if kernel.startswith("_Z"):
+        rest = kernel[3:] if kernel.startswith("_ZN") else kernel[2:]
+        parts = []
+        while (match := re.match(r"(\d+)", rest)) is not None:
+            size = int(match.group(1))
+            start = len(match.group(1))
+            parts.append(rest[start:start + size])
+            rest = rest[start + size:]
+            if not kernel.startswith("_ZN"):
+                break
+        return parts[-1] if parts else kernel
+    name = re.sub(r"^(?:void|[\w:]+\s+)\s*", "", kernel.strip()) if " " in kernel.split("(")[0] else kernel
+    name = name.split("(")[0]
+    depth, plain = 0, ""
+    for ch in name:  # drop template arguments, nested ones included
+        depth += ch == "<"
+        if depth == 0:
+            plain += ch
+        depth -= ch == ">"
+    return plain.rsplit("::", 1)[-1].strip()
+
+
+def is_own(kernel: str, own: set[str]) -> bool:
+    """Launched under a name the source defines; CuTe DSL adds a prefix and numbered suffixes."""
+    base = base_name(kernel)
+    return base in own or any(re.fullmatch(rf"(?:kernel_cutlass_|cutlass_)?{re.escape(o)}(?:_\d+)*", base)
+                              for o in own)
+
+
+def is_bookkeeping(kernel: str) -> bool:
+    return bool(BOOKKEEPING_KERNELS.search(kernel))
+
+
+def decide(kernels: list[tuple[str, int]], own: set[str], timed_stream: int | None, *, allow_library: bool,
+           call: int) -> findings.Finding | None:
+    """The finding for one call's launches [(kernel name, stream)], None when they are within the rules."""
+    for name, stream in kernels:
+        if timed_stream is not None and stream != timed_stream:
+            return findings.Finding(
+                f"forward (untimed call {call}) launched {base_name(name)} on stream {stream}, not on the timed "
+                f"stream {timed_stream}: work outside the timed stream is not timed; launch on torch's current "
+                "stream", findings.RULE)
+    if allow_library:
+        return None
+    kernels = [(n, s) for n, s in kernels if not MEMORY_ACTIVITY.match(n)]
+    mine = [n for n, _ in kernels if is_own(n, own)]
+    foreign = list(dict.fromkeys(base_name(n) for n, _ in kernels if not is_own(n, own) and not is_bookkeeping(n)))
+    if foreign and mine:
+        shown = ", ".join(foreign[:3])
+        return findings.Finding(
+            f"forward (untimed call {call}) launched kernels that are not its own ({shown}) beside its own "
+            f"({', '.join(dict.fromkeys(base_name(n) for n in mine))}): a library or PyTorch did part of the work; "
+            "allowed when the search allows library calls, otherwise do it in your own kernel too", findings.PARTIAL)
+    if foreign:
+        return findings.Finding(
+            f"forward (untimed call {call}) launched only kernels that are not its own ({', '.join(foreign[:3])}): "
+            "a library or PyTorch did the work; a kernel of its own must (or allow library calls)", findings.NO_KERNEL)
+    if not mine:
+        return findings.Finding(
+            f"forward (untimed call {call}) launched no GPU kernel of its own (its source defines "
+            f"{', '.join(sorted(own)[:4]) or 'none'}); library calls are not allowed in this search", findings.NO_KERNEL)
+    return None
+
+
+class Launches:
+    """Records the kernels of one call at a time on CUDA; inert elsewhere. A profiler that cannot start
+    (no CUPTI in this environment) leaves the verdict to the other checks and says so in `error`."""
+
+    def __init__(self, source: str, device: str):
+        self.enabled = device == "cuda"
+        self.own = own_kernel_names(source)
+        self.kernels: list[tuple[str, int]] = []
+        self.timed_stream: int | None = None
+        self.error = ""
+        self.recorded = 0
+
+    @contextlib.contextmanager
+    def recording(self):
+        self.kernels, self.timed_stream = [], None
+        if not self.enabled or self.error:
+            yield
+            return
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        try:
+            profiler = profile(activities=[ProfilerActivity.CUDA])
+            profiler.__enter__()
+        except Exception as exc:  # noqa: BLE001 - any failure to start leaves the other checks in charge
+            self.error = f"{type(exc).__name__}: {exc}"[:300]
+            yield
+            return
+        try:
+            torch.zeros(1, device="cuda")  # a marker: its fill kernel runs on the timed stream, first
+            yield
+        finally:
+            torch.cuda.synchronize()
+            profiler.__exit__(None, None, None)
+            self._read(profiler)
+
+    def _read(self, profiler) -> None:
+        try:
+            events = profiler.profiler.kineto_results.events()
+        except Exception as exc:  # noqa: BLE001
+            self.error = f"no activity records: {exc}"[:300]
+            return
+        gpu = sorted((e for e in events if str(e.device_type()).endswith("CUDA")), key=lambda e: e.start_ns())
+        launched = [(e.name(), int(e.device_resource_id())) for e in gpu]
+        if not launched:
+            self.error = "the profiler recorded no GPU activity, not even its marker"
+            return
+        self.timed_stream = launched[0][1]
+        self.kernels = launched[1:]
+        self.recorded += 1
+
+    def finding(self, *, allow_library: bool, call: int) -> findings.Finding | None:
+        if not self.enabled or self.timed_stream is None:
+            return None
+        return decide(self.kernels, self.own, self.timed_stream, allow_library=allow_library, call=call)

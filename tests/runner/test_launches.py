@@ -1,0 +1,81 @@
+"""Driver-level launch accounting's decisions (runner/launches.py), on the kernel names and streams
+CUPTI reports; the recording itself runs on the GPU (tests/runner/test_gpu_judging.py)."""
+
+from runner import findings, launches
+
+SOURCE = '''
+import triton
+
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    pass
+
+CUDA = r"""
+template <int BLOCK>
+__global__ void __launch_bounds__(256) softmax_rows(const float *x, float *y, int n) {}
+extern "C" __global__ void scale(float *y, float s, int n) {}
+"""
+'''
+OWN = launches.own_kernel_names(SOURCE)
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+COPY = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+        "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const>(int)")
+GEMM = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)"
+
+
+def decide(kernels, allow_library=False):
+    return launches.decide(kernels, OWN, 7, allow_library=allow_library, call=1)
+
+
+def test_own_kernel_names_come_from_cuda_and_python_definitions():
+    assert OWN == {"add_kernel", "softmax_rows", "scale"}
+
+
+def test_base_names_of_demangled_mangled_and_plain_kernels():
+    assert launches.base_name("void softmax_rows<128>(float const*, float*, int)") == "softmax_rows"
+    assert launches.base_name("_Z12softmax_rowsILi128EEvPKfPfi") == "softmax_rows"
+    assert launches.base_name("_ZN2ns5scaleEPffi") == "scale"
+    assert launches.base_name("add_kernel") == "add_kernel"
+    assert launches.base_name(FILL) == "vectorized_elementwise_kernel"
+
+
+def test_own_kernels_with_bookkeeping_fills_and_copies_pass():
+    assert decide([(FILL, 7), ("add_kernel", 7), (COPY, 7), ("void softmax_rows<128>(float*)", 7)]) is None
+    assert decide([("Memcpy DtoD (Device -> Device)", 7), ("scale", 7)]) is None
+
+
+def test_a_no_op_kernel_of_its_own_beside_cublas_through_ctypes_is_refused():
+    found = decide([("scale", 7), (GEMM, 7)])
+    assert found.code == findings.PARTIAL and GEMM in found.reason and "scale" in found.reason
+
+
+def test_library_or_pytorch_kernels_alone_are_no_kernel_of_its_own():
+    assert decide([(GEMM, 7)]).code == findings.NO_KERNEL
+    assert decide([(RELU, 7)]).code == findings.NO_KERNEL
+    assert decide([(FILL, 7)]).code == findings.NO_KERNEL  # only an allocation's fill: nothing of its own
+
+
+def test_library_kernels_pass_when_library_calls_are_allowed():
+    assert decide([(GEMM, 7), (RELU, 7)], allow_library=True) is None
+
+
+def test_side_stream_work_is_refused_naming_stream_and_kernel_even_with_library_calls():
+    for allow in (False, True):
+        found = decide([("add_kernel", 7), (GEMM, 13)], allow_library=allow)
+        assert found.code == findings.RULE
+        assert "stream 13" in found.reason and "timed stream 7" in found.reason and GEMM in found.reason
+
+
+def test_cute_names_with_prefix_and_suffix_are_own_but_lookalikes_are_not():
+    own = {"elementwise_add_kernel"}
+    assert launches.is_own("kernel_cutlass_elementwise_add_kernel_0", own)
+    assert not launches.is_own("vectorized_elementwise_add_kernel", own)
+
+
+def test_the_recorder_is_inert_on_the_cpu():
+    watch = launches.Launches(SOURCE, "cpu")
+    with watch.recording():
+        pass
+    assert watch.finding(allow_library=False, call=1) is None and watch.recorded == 0
+    assert "torch" not in launches.__dict__  # torch only on CUDA, lazily
