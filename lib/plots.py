@@ -150,17 +150,19 @@ def _time_ticks(top: float) -> list[float]:
     return [round(i * step, 10) for i in range(int(top / step + 1e-9) + 1)]
 
 
-def speedup_over_time_chart(points: list[dict], *, width: int = 520, height: int = 200) -> str:
-    """Each ranked kernel as a dot at the time its verdict landed (seconds since the search
-    started) and its speedup over eager; the best found so far as a step line, vs eager and vs
-    torch.compile. Steps, not slopes: between two verdicts nothing better was known."""
-    points = sorted((p for p in points if p.get("t") is not None), key=lambda p: p["t"])
+def speedup_over_time_chart(points: list[dict], *, by: str = "t", width: int = 520, height: int = 200) -> str:
+    """Each ranked kernel as a dot at the time its verdict landed (`by="t"`, seconds since the
+    search started) or at its number among the judged candidates (`by="n"`), at its speedup over
+    eager; the best found so far as a step line, vs eager and vs torch.compile. Steps, not slopes:
+    between two verdicts nothing better was known."""
+    points = [{**p, "t": p[by]} for p in points if p.get(by) is not None]
+    points.sort(key=lambda p: p["t"])
     values = [p[k] for p in points for k in ("eager", "compile") if p.get(k) is not None]
     if not values:
         return ""
     left, right, top, bottom = 44, 12, 12, 28
     t_max = max(1.0, points[-1]["t"])
-    scale, unit = _time_unit(t_max)
+    scale, unit = _time_unit(t_max) if by == "t" else (1.0, "")
     y_max = max(1.2, max(values) * 1.1)
 
     def x(t):
@@ -170,13 +172,14 @@ def speedup_over_time_chart(points: list[dict], *, width: int = 520, height: int
         return top + (height - top - bottom) * (1 - v / y_max)
 
     parts = [f'<svg class="chart over-time" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-             f'role="img" aria-label="Speedup of each ranked kernel over time, {len(points)} kernels">']
+             f'role="img" aria-label="Speedup of each ranked kernel over {"time" if by == "t" else "candidates"}, '
+             f'{len(points)} kernels">']
     for tick in _ticks(y_max):
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
                      f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(1):.1f}" y2="{y(1):.1f}" class="parity"/>')
     for t in _time_ticks(t_max / scale):
-        parts.append(f'<text x="{x(t * scale):.1f}" y="{height - 8}" text-anchor="middle">{t:g} {unit}</text>')
+        parts.append(f'<text x="{x(t * scale):.1f}" y="{height - 8}" text-anchor="middle">{t:g}{" " + unit if unit else ""}</text>')
     for key in ("eager", "compile"):
         best, steps = None, []
         for p in points:

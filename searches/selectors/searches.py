@@ -126,11 +126,15 @@ def search_best_speedup_by_round(tree: dict, last_round: int) -> list[dict]:
 
 def search_speedup_over_time(tree: dict, started_at) -> list[dict]:
     """Each ranked kernel's speedups at the time its verdict landed, in seconds since `started_at`
-    (kernels copied by a fork keep their original time, so they count from 0)."""
+    (kernels copied by a fork keep their original time, so they count from 0), and as `n` its
+    number among all judged candidates in verdict order (failures count: they cost a candidate)."""
+    judged = sorted((k for k in tree["kernels"] if k["evaluated_at"] is not None
+                     and k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)),
+                    key=lambda k: (k["evaluated_at"], k["id"]))
     points = []
-    for k in tree["kernels"]:
-        if kernel_is_ranked(k) and k["evaluated_at"] is not None and started_at is not None:
-            points.append({"t": max(0.0, (k["evaluated_at"] - started_at).total_seconds()),
+    for n, k in enumerate(judged, start=1):
+        if kernel_is_ranked(k) and started_at is not None:
+            points.append({"t": max(0.0, (k["evaluated_at"] - started_at).total_seconds()), "n": n,
                            "eager": k["speedup_vs_eager"], "compile": k["speedup_vs_compile"]})
     return points
 

@@ -110,6 +110,7 @@ def insights_context(search: Search, tree: dict) -> dict:
     return {
         "chart": mark_safe(speedup_chart(selectors.search_best_speedup_by_round(tree, search.current_round))),  # noqa: S308
         "time_chart": mark_safe(speedup_over_time_chart(over_time)),  # noqa: S308
+        "candidates_chart": mark_safe(speedup_over_time_chart(over_time, by="n")),  # noqa: S308
         "ideas_chart": mark_safe(idea_outcomes_chart(selectors.search_idea_outcomes(idea_stats, IDEA_CHART_ROWS))),  # noqa: S308
         "all_idea_stats": idea_stats,
         "idea_stats": idea_stats[:IDEA_TABLE_ROWS],

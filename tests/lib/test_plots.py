@@ -89,3 +89,11 @@ def test_idea_bars_split_into_outcomes_on_one_scale_and_titles_are_escaped():
     assert "<b>" not in svg and "&lt;b&gt;Tile&lt;/b&gt; it" in svg
     assert "x" * 29 + "…" in svg and "2.50×" in svg
     assert idea_outcomes_chart([]) == ""
+
+
+def test_the_candidates_axis_places_kernels_by_their_number_and_labels_plain_counts():
+    points = [{"t": 5, "n": 1, "eager": 1.0}, {"t": 400, "n": 10, "eager": 2.0}]
+    svg = speedup_over_time_chart(points, by="n")
+    dots = [float(x) for x in re.findall(r'kernel-dot" cx="([\d.]+)"', svg)]
+    assert dots[0] < dots[1] and "over candidates" in svg
+    assert ">10</text>" in svg and " s</text>" not in svg and "min</text>" not in svg

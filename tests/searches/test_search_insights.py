@@ -33,6 +33,16 @@ def test_speedups_over_time_count_from_the_search_start(search):
     assert sorted((round(p["t"]), p["eager"]) for p in points) == [(0, 1.0), (42, 2.0)]
 
 
+def test_speedups_over_candidates_count_every_judged_candidate_failures_included(search):
+    start = search.started_at
+    for name, seconds in (("seed", 1), ("crash", 2), ("fast", 3)):
+        search.kernels.filter(name=name).update(evaluated_at=start + timedelta(seconds=seconds))
+    assert search.kernels.filter(name="crash").exclude(status="correct").exists()
+    points = selectors.search_speedup_over_time(selectors.search_tree(search=search), start)
+    # The crashed kernel is not drawn but costs candidate number 2, so the fast one is the third.
+    assert sorted((p["n"], p["eager"]) for p in points) == [(1, 1.0), (3, 2.0)]
+
+
 def test_idea_outcomes_split_correct_failed_and_waiting(search):
     stats = selectors.search_idea_stats(selectors.search_tree(search=search))
     assert selectors.search_idea_outcomes(stats) == [
@@ -43,6 +53,7 @@ def test_the_page_and_its_live_fragment_draw_both_charts_and_the_provenance(clie
     for url in (reverse("search_detail", args=[search.code]), reverse("search_insights", args=[search.code])):
         html = client.get(url).content.decode()
         assert 'id="time-chart-card"' in html and "svg class=\"chart over-time\"" in html, url
+        assert 'aria-label="Speedup of each ranked kernel over candidates' in html, url
         assert 'svg class="chart ideas"' in html and "Tile &lt;it&gt;" in html, url
         assert html.count('id="provenance"') == 1 and d.ENV["driver"] in html, url
 
