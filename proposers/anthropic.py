@@ -69,8 +69,8 @@ class AnthropicProposer(Proposer):
             reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
-            if proposals:
-                return proposals[:count], total
+            if proposals or proposals is not None and _says_none(reply.tool_input):
+                return proposals[:count], total  # an empty list in a well-formed call: no new ideas
             log.warning("anthropic: ideas reply had no usable ideas (attempt %d)", attempt + 1)
             task += prompts.IDEAS_RETRY
         raise ProposerError("the model's ideas reply was neither a propose_ideas call nor a JSON list of "
@@ -147,6 +147,10 @@ class Reply:
     tool_input: object  # the tool call's input as decoded by the SDK, or None without a tool call
     stop_reason: str
     exchange: Exchange
+
+
+def _says_none(data) -> bool:
+    return isinstance(data, dict) and data.get("ideas") == []
 
 
 def ideas_from_tool(data) -> list[IdeaProposal]:

@@ -20,7 +20,7 @@ _proposers: dict = {}
 
 
 def proposer_for(search: Search) -> Proposer:
-    key = (search.proposer, search.model, search.effort)
+    key = (search.proposer, search.model, search.effort, settings.ANTHROPIC_BASE_URL)
     if key not in _proposers:
         options = {}
         if search.proposer == Search.Proposer.ANTHROPIC:

@@ -323,7 +323,7 @@ def ending_reason(search: Search, finished: int) -> str:
         return f"the proposer had no new ideas after {after} — {made} of {planned} candidates"
     if finished >= search.rounds:
         return f"completed all {search.rounds} rounds"
-    if search.stale_rounds and finished > search.stale_rounds and _stale_for(search, finished) >= search.stale_rounds:
+    if search.stale_rounds and finished >= search.stale_rounds and _stale_for(search, finished) >= search.stale_rounds:
         return f"no improvement in {search.stale_rounds} rounds"
     return ""
 

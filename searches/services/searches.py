@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from live import events
+from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.searches import search_proposer_unavailable
@@ -21,12 +22,14 @@ SEARCH_KNOB_LIMITS = {
     "ideas_per_parent": (1, 20),
     "kernels_per_idea": (1, 20),
     "bank_size": (0, 50),
-    "repair_attempts": (0, 3),
+    "repair_attempts": (0, 5),
+    "stale_rounds": (0, 50),
 }
 
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
     "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
+    "language",
 }
 
 
@@ -50,6 +53,11 @@ def _search_check_knobs(knobs: dict) -> None:
     if knobs.get("device") not in Device.values:
         raise ValidationError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(Device.values)}.",
                            code="device")
+    language = knobs.get("language")
+    if language and (language not in LANGUAGES or LANGUAGES[language][1] != knobs.get("device")):
+        fits = [key for key, (_, device, _) in LANGUAGES.items() if device == knobs.get("device")]
+        raise ValidationError(f"Language {language!r} does not fit a {knobs.get('device')} search: choose one of "
+                              f"{', '.join(fits)}, or leave it empty for the device's default.", code="language")
     if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
         raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
                            "it empty for the model's default.", code="effort")
@@ -74,12 +82,13 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1) -> Search:
+                 repair_attempts: int = 1, language: str = "", stale_rounds: int = 0) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
-                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device)
+                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
+                 language=language or "", stale_rounds=stale_rounds)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     search = Search.objects.create(

@@ -166,7 +166,9 @@ class FakeAnthropic:
             content, out_text = [{"type": "text", "text": answer}], answer
         else:
             tools = [t.get("name") for t in seen.body.get("tools") or []]
-            name = seen.forced_tool or (tools[0] if tools else "tool")
+            # Unforced, the model calls the tool its task asks for.
+            asked = [t for t in tools if f"`{t}`" in seen.user_text]
+            name = seen.forced_tool or (asked or tools or ["tool"])[0]
             content = [{"type": "tool_use", "id": f"toolu_fake_{len(self.requests)}", "name": name, "input": answer}]
             out_text, stop_reason = json.dumps(answer), "tool_use" if stop_reason == "end_turn" else stop_reason
         usage = {**self._usage(seen), "output_tokens": approx_tokens(out_text)}
