@@ -22,6 +22,8 @@ def approx_tokens(text: str) -> int:
 def _number(value, unit: str, scale: float = 1.0, digits: int = 4) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return ""
+    if isinstance(value, int) and scale == 1:
+        return f"{value} {unit}".strip()
     return f"{value / scale:.{digits}g} {unit}".strip()
 
 

@@ -8,6 +8,7 @@ nothing between markers is an instruction. Safety still rests on the runner, nev
 """
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 from . import pack
@@ -146,7 +147,7 @@ def repair_task(broken: KernelContext, failure: Failure) -> str:
     return (
         f"TASK: repair.\nRepair {failure.turn} of {failure.turns}{chain}: the kernel below was judged "
         f"{failure.verdict}. Fix the cause, keeping its approach where you can, and write the complete corrected "
-        f"module.\n\n{kernel_block('broken_kernel', broken)}\n\n" + "\n\n".join(evidence) + "\n\n" + KERNEL_REPLY
+        f"module.\n\n{kernel_block('broken_kernel', replace(broken, reason=''))}\n\n" + "\n\n".join(evidence) + "\n\n" + KERNEL_REPLY
     )
 
 

@@ -154,7 +154,8 @@ def _seed_work(search: Search) -> bool:
         call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
         if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
             return True  # another orchestrator got there first; the call is still paid for
-        records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.SEED, round=0, name="starting kernel")
+        records.save_kernel(search, proposal, call=shown_call(search, call), origin=Kernel.Origin.SEED, round=0,
+                            name="starting kernel")
     return True
 
 
@@ -236,9 +237,16 @@ def _implement(search: Search, idea: Idea, variant: int) -> None:
         if Kernel.objects.filter(idea=idea, variant=variant).exists():
             return
         records.save_kernel(
-            search, proposal, call=call, origin=origin, round=idea.round, idea=idea, parent=parent, variant=variant,
+            search, proposal, call=shown_call(search, call), origin=origin, round=idea.round, idea=idea, parent=parent,
+            variant=variant,
             name=proposal.name or f"r{idea.round} idea {idea.id} v{variant + 1}",
         )
+
+
+def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
+    """The call a kernel shows as "the exchange that produced it": none for the playbook, whose
+    kernels are hand-written text, not a model's reply (the call is still kept, at no cost)."""
+    return None if search.proposer == Search.Proposer.PLAYBOOK else call
 
 
 def _repair_work(search: Search) -> bool:
@@ -319,7 +327,8 @@ def ending_reason(search: Search, finished: int) -> str:
     made = Kernel.objects.filter(search=search, origin__in=GENERATED).count()
     planned = search_planned_candidates(search)
     if finished >= 1 and not Idea.objects.filter(search=search, round=finished).exists():
-        after = f"round {finished - 1}" if finished > 1 else "the starting kernel"
+        first = "the forked kernels" if search.forked_from_id else "the starting kernel"
+        after = f"round {finished - 1}" if finished > 1 else first
         return f"the proposer had no new ideas after {after} — {made} of {planned} candidates"
     if finished >= search.rounds:
         return f"completed all {search.rounds} rounds"
