@@ -69,3 +69,19 @@ def test_a_language_that_does_not_fit_the_device_is_refused_with_the_choices(pro
     assert Search.objects.count() == 1
     page = client.get(response.url).content.decode()
     assert "Language &#x27;triton&#x27; does not fit a cpu search: choose one of c" in page
+
+
+def test_a_playbook_search_that_runs_out_of_ideas_says_so_and_its_kernels_show_no_exchange(problem, client):
+    search = services.search_start(problem=problem, user=None, proposer="playbook", device="cpu", rounds=5,
+                                   parents_per_round=1, ideas_per_parent=20, kernels_per_idea=1, bank_size=0)
+    for _ in range(3):
+        loop.advance(search.id)
+        judge()
+    search.refresh_from_db()
+    made = Kernel.objects.filter(search=search).count()
+    assert (search.status, search.stop_reason) == (
+        "completed", f"the proposer had no new ideas after round 1 — {made} of 100 candidates")
+    client.force_login(User.objects.create_user("reader", password="x"))
+    kernel = Kernel.objects.filter(search=search, round=1).first()
+    page = client.get(reverse("kernel_detail", args=[kernel.code])).content.decode()
+    assert 'id="exchange"' not in page  # hand-written text, not a model's reply
