@@ -71,7 +71,7 @@ def test_every_failure_is_repaired_with_the_runners_evidence_and_the_context_is_
         env["ANTHROPIC_BASE_URL"] = fake.url
         result = manage(db, "search", str(problem_id), "--proposer", "anthropic", "--no-progress", "--rounds", "2",
                         "--parents", "1", "--ideas", "1", "--kernels", "3", "--repairs", "1", "--bank", "0",
-                        "--max-candidates", "20", env=env, timeout=800, check=False)
+                        "--max-candidates", "20", "--language", "c", "--stale-rounds", "3", env=env, timeout=800, check=False)
     assert result.returncode == 0, result.stderr[-4000:]
     [(search_id, status, reason)] = query(db, "select id, status, stop_reason from searches_search")
     assert (status, reason) == ("completed", "the proposer had no new ideas after round 1 — 7 of 20 candidates")
@@ -113,6 +113,7 @@ def test_every_failure_is_repaired_with_the_runners_evidence_and_the_context_is_
                                 "order by heartbeat_at desc limit 1")
     lines = pack.target_lines("cpu", json.loads(facts_json))
     assert lines and all(line in system for line in lines)
+    assert "Language of this search: C through the system compiler." in system
     [(validation,)] = query(db, "select validation from searches_problem where id=?", (problem_id,))
     baseline = json.loads(validation)["baseline"]
     assert f"PyTorch eager {baseline['eager_ms']:.4g} ms, torch.compile {baseline['compile_ms']:.4g} ms" in system
