@@ -7,9 +7,10 @@ sandboxes never see it.
 Prompts (proposers/prompts.py): a stable system prompt plus the problem as a second, cached
 system block (prompt caching: every call of a search shares it), then one user message per task.
 
-Replies: ideas as a JSON list of {"title", "description"}; a kernel as one complete module in
-a ```python block. A reply without usable code becomes KernelProposal(source=""), recorded
-as a NO_CODE kernel. Retries: the SDK's own (429, 5xx, timeouts, with backoff and
+Replies come as tool calls (prompts.IDEAS_TOOL, prompts.KERNEL_TOOL: a JSON schema each), forced
+unless effort is set (the API then refuses a forced tool, so the model may choose); a text reply
+falls back to a JSON list of ideas or a ```python block. An unusable reply is asked for once
+more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel. Retries: the SDK's own (429, 5xx, timeouts, with backoff and
 retry-after) and then ours, a few more with longer waits, before giving up with ProposerError.
 """
 
@@ -19,6 +20,7 @@ import os
 import random
 import re
 import time
+from dataclasses import dataclass
 
 import anthropic
 from django.conf import settings
@@ -60,38 +62,51 @@ class AnthropicProposer(Proposer):
     def starting_kernel(self, problem):
         return self._kernel_call(problem, prompts.starting_kernel_task())
 
-    def ideas(self, problem, parent, tried, count):
-        task = prompts.ideas_task(parent, tried, count)
+    def ideas(self, problem, parent, tried, count, briefs=1):
+        task = prompts.ideas_task(parent, tried, count, briefs)
         total = None
         for attempt in range(2):  # one more try after an unparsable reply; both calls are paid for
-            reply, exchange, _ = self._call(problem, task, self.ideas_max_tokens)
-            total = exchange if total is None else _merge(total, exchange)
-            proposals = parse_ideas(reply)
-            if proposals:
-                return proposals[:count], total
-            log.warning("anthropic: ideas reply had no usable JSON list (attempt %d)", attempt + 1)
+            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL)
+            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
+            if proposals or proposals is not None and _says_none(reply.tool_input):
+                return proposals[:count], total  # an empty list in a well-formed call: no new ideas
+            log.warning("anthropic: ideas reply had no usable ideas (attempt %d)", attempt + 1)
             task += prompts.IDEAS_RETRY
-        raise ProposerError("the model's ideas reply was not a JSON list of {title, description}, twice", total)
+        raise ProposerError("the model's ideas reply was neither a propose_ideas call nor a JSON list of "
+                            "{title, description}, twice", total)
 
-    def kernel(self, problem, parent, idea, variant):
-        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant))
+    def kernel(self, problem, parent, idea, variant, brief=""):
+        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant, brief))
 
-    def repair(self, problem, broken, compiler_log):
-        return self._kernel_call(problem, prompts.repair_task(broken, compiler_log))
+    def repair(self, problem, broken, failure):
+        return self._kernel_call(problem, prompts.repair_task(broken, failure))
 
     # --- plumbing ------------------------------------------------------------------------------------
 
     def _kernel_call(self, problem, task):
-        reply, exchange, stop_reason = self._call(problem, task, self.kernel_max_tokens)
-        source, note = extract_module(reply, stop_reason)
-        return KernelProposal(source=source, note=note), exchange
+        """A kernel from a tool call or a fenced block; an unusable reply is asked for once more,
+        then becomes an empty proposal saying why (a no-code node)."""
+        total, why = None, ""
+        for attempt in range(2):
+            reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
+                               self.kernel_max_tokens, prompts.KERNEL_TOOL)
+            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            source, why = kernel_from_reply(reply)
+            if source:
+                return KernelProposal(source=source, note=_note(reply)), total
+            log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
+        return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
-    def _call(self, problem: ProblemContext, task: str, max_tokens: int) -> tuple[str, Exchange, str]:
+    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict) -> "Reply":
         system = prompts.system_blocks(problem)
         prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + task
         exchange = Exchange(prompt=prompt_text, model=self.model)
-        request = {"model": self.model, "max_tokens": max_tokens, "system": system,
-                   "messages": [{"role": "user", "content": task}]}
+        # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
+        # Both tools go with every call: tools head the cached prefix, so they must not change.
+        choice = {"type": "auto"} if self.effort else {"type": "tool", "name": tool["name"]}
+        request = {"model": self.model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
+                   "tool_choice": choice, "messages": [{"role": "user", "content": task}]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
         started = time.monotonic()
@@ -118,9 +133,53 @@ class AnthropicProposer(Proposer):
         exchange.output_tokens = usage.output_tokens or 0
         exchange.cache_read_tokens = usage.cache_read_input_tokens or 0
         exchange.cache_write_tokens = usage.cache_creation_input_tokens or 0
-        exchange.reply = "".join(getattr(block, "text", "") for block in message.content
-                                 if getattr(block, "type", "") == "text")
-        return exchange.reply, exchange, message.stop_reason or ""
+        text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
+        tool_input = next((b.input for b in message.content
+                           if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
+        exchange.reply = text if tool_input is None else (
+            (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
+        return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange)
+
+
+@dataclass
+class Reply:
+    text: str
+    tool_input: object  # the tool call's input as decoded by the SDK, or None without a tool call
+    stop_reason: str
+    exchange: Exchange
+
+
+def _says_none(data) -> bool:
+    return isinstance(data, dict) and data.get("ideas") == []
+
+
+def ideas_from_tool(data) -> list[IdeaProposal]:
+    items = data.get("ideas") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [_idea(item) for item in items if isinstance(item, dict) and str(item.get("title", "")).strip()]
+
+
+def _idea(item: dict) -> IdeaProposal:
+    briefs = item.get("briefs")
+    briefs = [str(b).strip() for b in briefs if str(b).strip()] if isinstance(briefs, list) else []
+    return IdeaProposal(str(item.get("title", "")).strip()[:300], str(item.get("description", "")).strip(), briefs)
+
+
+def kernel_from_reply(reply: "Reply") -> tuple[str, str]:
+    """(source, "") from a submit_kernel call or a fenced block, else ("", why not)."""
+    if reply.tool_input is not None:
+        source = reply.tool_input.get("source") if isinstance(reply.tool_input, dict) else None
+        if isinstance(source, str) and "class ModelNew" in source:
+            return source.strip() + "\n", ""
+        return "", "the submit_kernel call had no `source` defining class ModelNew"
+    return extract_module(reply.text, reply.stop_reason)
+
+
+def _note(reply: "Reply") -> str:
+    if isinstance(reply.tool_input, dict) and isinstance(reply.tool_input.get("note"), str):
+        return reply.tool_input["note"][:1000]
+    return ""
 
 
 def _merge(first: Exchange, second: Exchange) -> Exchange:
@@ -150,8 +209,7 @@ def parse_ideas(reply: str) -> list[IdeaProposal]:
         if start < 0:
             continue
         items = _json_objects(text[start + 1:])
-        ideas = [IdeaProposal(str(i.get("title", "")).strip()[:300], str(i.get("description", "")).strip())
-                 for i in items if isinstance(i, dict) and str(i.get("title", "")).strip()]
+        ideas = [_idea(i) for i in items if isinstance(i, dict) and str(i.get("title", "")).strip()]
         if ideas:
             return ideas
     return []

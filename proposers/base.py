@@ -38,6 +38,11 @@ class ProblemContext:
     outputs: list = field(default_factory=list)  # [{shape, dtype}]
     allow_library: bool = False
     description: str = ""
+    language: str = ""  # SEARCH_LANGUAGES key; "" for the device's default path
+    target: dict = field(default_factory=dict)  # Worker.device_facts of the device served (keys may be missing)
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    bank: list = field(default_factory=list)  # KernelContext: the search's best kernels so far
 
 
 @dataclass
@@ -53,6 +58,21 @@ class KernelContext:
     reason: str = ""
     idea_title: str = ""
     speed_of_light: str = ""  # e.g. "72% of the speed of light (floor 0.505 ms, memory-bound: ...)"
+    errors: list = field(default_factory=list)  # the runner's per-distribution rows, as stored
+    log: str = ""  # the compile log or the stderr tail of its evaluation
+    speedup_vs_parent: float | None = None
+
+
+@dataclass
+class Failure:
+    """What a repair turn is told: the runner's verdict on the broken kernel, verbatim."""
+
+    verdict: str
+    reason: str
+    log: str = ""
+    turn: int = 1  # this repair's number in the chain
+    turns: int = 1  # the search's repair limit
+    of_id: int | None = None  # the kernel the chain started from
 
 
 @dataclass
@@ -60,12 +80,14 @@ class TriedIdea:
     title: str
     description: str
     outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
+    reasons: list = field(default_factory=list)  # distinct runner reasons of its failed kernels
 
 
 @dataclass
 class IdeaProposal:
     title: str
     description: str
+    briefs: list = field(default_factory=list)  # K distinct implementation briefs, one per kernel call
 
 
 @dataclass
@@ -82,15 +104,17 @@ class Proposer:
         """Round 0: a straightforward translation of the reference into the kernel format."""
         raise NotImplementedError
 
-    def ideas(self, problem: ProblemContext, parent: KernelContext, tried: list[TriedIdea], count: int
-              ) -> tuple[list[IdeaProposal], Exchange]:
+    def ideas(self, problem: ProblemContext, parent: KernelContext, tried: list[TriedIdea], count: int,
+              briefs: int = 1) -> tuple[list[IdeaProposal], Exchange]:
+        """`count` ideas for `parent`, each with up to `briefs` distinct implementation briefs."""
         raise NotImplementedError
 
-    def kernel(self, problem: ProblemContext, parent: KernelContext, idea: IdeaProposal, variant: int
-               ) -> tuple[KernelProposal, Exchange]:
-        """One implementation of `idea` applied to `parent`; `variant` (0..K-1) asks for a distinct one."""
+    def kernel(self, problem: ProblemContext, parent: KernelContext, idea: IdeaProposal, variant: int,
+               brief: str = "") -> tuple[KernelProposal, Exchange]:
+        """One implementation of `idea` applied to `parent`: variant `variant` (0..K-1), following
+        `brief`, its own implementation brief (never its siblings')."""
         raise NotImplementedError
 
-    def repair(self, problem: ProblemContext, broken: KernelContext, compiler_log: str
+    def repair(self, problem: ProblemContext, broken: KernelContext, failure: Failure
                ) -> tuple[KernelProposal, Exchange]:
         raise NotImplementedError

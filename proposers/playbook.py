@@ -28,7 +28,7 @@ class PlaybookProposer(Proposer):
         recipe = self._recipes(problem)[0]
         return self._kernel(problem, recipe, 0, "starting kernel")
 
-    def ideas(self, problem, parent, tried, count):
+    def ideas(self, problem, parent, tried, count, briefs=1):
         recipes = self._recipes(problem)
         done = {_norm(idea.title) for idea in tried}
         fresh = [recipe for recipe in recipes[1:] if _norm(recipe.title) not in done][:max(count, 0)]
@@ -40,7 +40,7 @@ class PlaybookProposer(Proposer):
                              f"({len(done)} tried).{note}", reply)
         return proposals, exchange
 
-    def kernel(self, problem, parent, idea, variant):
+    def kernel(self, problem, parent, idea, variant, brief=""):
         for recipe in self._recipes(problem):
             if _norm(recipe.title) == _norm(idea.title):
                 return self._kernel(problem, recipe, variant, f"idea {recipe.slug!r}")
@@ -49,7 +49,7 @@ class PlaybookProposer(Proposer):
             "Choose the Anthropic proposer to implement ideas written by people.",
             _exchange(f"playbook: kernel for idea {idea.title!r}", "(not a playbook idea)"))
 
-    def repair(self, problem, broken, compiler_log):
+    def repair(self, problem, broken, failure):
         raise ProposerError("The built-in playbook's kernels are fixed text and cannot be repaired from a "
                             "compiler message; the Anthropic proposer can.",
                             _exchange("playbook: repair", "(the playbook does not repair kernels)"))

@@ -3,7 +3,10 @@ from pathlib import PurePath
 from django import forms
 from django.core.exceptions import ValidationError
 
+from proposers.prompts import LANGUAGES
+
 from .models import Device, Search
+from .services.searches import SEARCH_EFFORTS
 from .problem_checks import check_problem_source, model_docstring, size_error
 
 # === problems ===========================================================================
@@ -105,26 +108,56 @@ class ProblemCreateForm(ProblemForm):
 # === searches, kernels, ideas, sharing ==================================================
 
 
-class SearchStartForm(forms.Form):
-    """The knobs of one search: proposer, the method's R/B/I/K, budgets and device."""
+LANGUAGE_CHOICES = [("", "The device's default (CUDA through NVRTC; C on the CPU)")] + [
+    (key, label) for key, (label, _, _) in LANGUAGES.items()]
+EFFORT_CHOICES = [("", "The model's default")] + [(e, e) for e in SEARCH_EFFORTS]
 
-    name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
+
+class SearchKnobs(forms.Form):
+    """The knobs a search starts with and a fork may change: proposer, model, effort, language,
+    the method's R/B/I/K, repairs, the library rule and the budgets."""
+
     proposer = forms.ChoiceField(choices=Search.Proposer.choices, initial=Search.Proposer.PLAYBOOK)
     model = forms.CharField(max_length=100, required=False, label="Model",
                             help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
-    device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
+    effort = forms.ChoiceField(choices=EFFORT_CHOICES, required=False, label="Effort (Anthropic)")
+    language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False, label="Kernel language",
+                                 help_text="Stated in every prompt; it must fit the device.")
     rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
     parents_per_round = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Parents per round (B)")
     ideas_per_parent = forms.IntegerField(min_value=1, max_value=20, initial=3, label="Ideas per parent (I)")
     kernels_per_idea = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Kernels per idea (K)")
     bank_size = forms.IntegerField(min_value=0, max_value=50, initial=2, label="Bank of earlier good kernels")
+    repair_attempts = forms.IntegerField(min_value=0, max_value=5, initial=1, required=False, label="Repair turns per failed kernel",
+                                         help_text="Each gets the runner's verdict, reason and log (LLM only).")
+    stale_rounds = forms.IntegerField(min_value=0, max_value=50, initial=0, required=False, label="Stop after rounds without gain",
+                                      help_text="0: run every round.")
     allow_library = forms.BooleanField(required=False, label="Allow library calls (cuBLAS, torch ops) in kernels")
     max_candidates = forms.IntegerField(min_value=1, required=False, label="Budget: candidates")
     max_tokens = forms.IntegerField(min_value=1, required=False, label="Budget: tokens")
     max_cost_usd = forms.FloatField(min_value=0.01, required=False, label="Budget: cost (USD)")
 
     def search_fields(self) -> dict:
-        return dict(self.cleaned_data)
+        data = dict(self.cleaned_data)
+        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0)):
+            if data.get(key) in (None, ""):
+                data[key] = default
+        return data
+
+
+class SearchStartForm(SearchKnobs):
+    name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
+    device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
+    field_order = ["name", "proposer", "model", "effort", "device", "language"]
+
+
+class SearchForkForm(SearchKnobs):
+    """Fork options; the initial values are the source search's own."""
+
+    @classmethod
+    def for_search(cls, search: Search, data=None) -> "SearchForkForm":
+        initial = {name: getattr(search, name) for name in cls.base_fields}
+        return cls(data, initial=initial, prefix="fork")
 
 
 class IdeaAddForm(forms.Form):

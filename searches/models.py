@@ -107,7 +107,7 @@ class Search(models.Model):
     FINISHED = (Status.CANCELLED, Status.COMPLETED, Status.FAILED)
 
     class Proposer(models.TextChoices):
-        PLAYBOOK = "playbook", "Built-in playbook (offline)"
+        PLAYBOOK = "playbook", "Built-in hand-written kernels (no AI)"
         ANTHROPIC = "anthropic", "Anthropic (LLM)"
 
     code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -128,6 +128,10 @@ class Search(models.Model):
     bank_size = models.PositiveSmallIntegerField(default=2)
     repair_attempts = models.PositiveSmallIntegerField(default=1)
     allow_library = models.BooleanField(default=False)
+    # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
+    language = models.CharField(max_length=16, blank=True)
+    # Stop once this many rounds in a row found nothing faster (0: run all rounds).
+    stale_rounds = models.PositiveSmallIntegerField(default=0)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
@@ -211,6 +215,8 @@ class Idea(models.Model):
     call = models.ForeignKey(ProposerCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="ideas")
     # Position in the proposer's reply for (round, parent); null for user ideas and fork copies.
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The proposer's distinct implementation briefs, one per kernel variant (each call sees its own).
+    briefs = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,21 +1,26 @@
-"""What the proposer is shown: the problem, a kernel and how it fared, the ideas tried so far."""
+"""What the proposer is shown, read from the database: the problem with its target and
+baselines, the bank, a kernel with its verdict and evidence, the ideas tried so far. The
+choosing and wording happen in proposers/pack.py and proposers/prompts.py."""
 
 from django.conf import settings
 
-from proposers import prompts
-from proposers.base import KernelContext, ProblemContext, Proposer, TriedIdea
+from proposers import pack, prompts
+from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
-from searches.models import Idea, Kernel, Search, Verdict
+from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
 from searches.selectors.kernels import speed_of_light
+from searches.selectors.targets import target_facts
 
 TRIED_IDEAS_SHOWN = 40
+FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
+          Verdict.CRASHED, Verdict.OOM, Verdict.NO_CODE)
 
 
 _proposers: dict = {}
 
 
 def proposer_for(search: Search) -> Proposer:
-    key = (search.proposer, search.model, search.effort)
+    key = (search.proposer, search.model, search.effort, settings.ANTHROPIC_BASE_URL)
     if key not in _proposers:
         options = {}
         if search.proposer == Search.Proposer.ANTHROPIC:
@@ -26,36 +31,70 @@ def proposer_for(search: Search) -> Proposer:
 
 def problem_context(search: Search) -> ProblemContext:
     problem = search.problem
+    baseline = (problem.validation or {}).get("baseline") or {}
     return ProblemContext(
         name=problem.name, source=problem.source, device=search.device, family=problem.family or None,
         outputs=list((problem.validation or {}).get("outputs") or []), allow_library=search.allow_library,
-        description=problem.description,
+        description=problem.description, language=search.language, target=target_facts(device=search.device),
+        eager_ms=baseline.get("eager_ms"), compile_ms=baseline.get("compile_ms"), bank=bank(search),
     )
+
+
+def bank(search: Search) -> list[KernelContext]:
+    """The search's fastest correct kernels of the rounds before this one: fixed for a round, so
+    the calls of a round share the cached prompt prefix."""
+    kernels = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
+                                     round__lt=max(search.current_round, 1))
+               .select_related("idea", "parent").order_by("median_ms", "id")[:pack.BANK_KERNELS])
+    return [kernel_context(k) for k in kernels]
 
 
 def kernel_context(kernel: Kernel) -> KernelContext:
     sol = speed_of_light(kernel.problem, kernel)
+    run = latest_run(kernel)
+    result = (run.result or {}) if run else {}
+    parent = kernel.parent
     return KernelContext(
         id=kernel.id, source=kernel.source, status=kernel.status, median_ms=kernel.median_ms,
         speedup_vs_eager=kernel.speedup_vs_eager, speedup_vs_compile=kernel.speedup_vs_compile,
         reason=kernel.reason, idea_title=kernel.idea.title if kernel.idea_id else "",
         speed_of_light=prompts.speed_of_light_text(sol) if sol else "",
+        errors=list(((run.correctness if run else None) or {}).get("per_distribution") or []),
+        log=(run.compile_log if run and run.compile_log else "") or str(result.get("log") or ""),
+        speedup_vs_parent=(parent.median_ms / kernel.median_ms
+                           if parent and parent.median_ms and kernel.median_ms and kernel.status == Verdict.CORRECT
+                           else None),
     )
+
+
+def latest_run(kernel: Kernel):
+    return kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).order_by("-id").first()
+
+
+def failure_of(search: Search, broken: Kernel, turn: int, root: Kernel) -> Failure:
+    """A repair turn's evidence: the runner's verdict and reason verbatim, and its log."""
+    return Failure(verdict=broken.status, reason=broken.reason, log=kernel_context(broken).log, turn=turn,
+                   turns=search.repair_attempts, of_id=root.id)
 
 
 def tried_ideas(search: Search) -> list[TriedIdea]:
     tried = []
     for idea in Idea.objects.filter(search=search).order_by("-id")[:TRIED_IDEAS_SHOWN]:
-        tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea)))
+        kernels = list(idea.kernels.all())
+        reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
+        tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
+                               reasons=reasons))
     return list(reversed(tried))
 
 
-def idea_outcome(idea: Idea) -> str:
-    kernels = list(idea.kernels.all())
+def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
+    kernels = list(idea.kernels.all()) if kernels is None else kernels
     if not kernels:
         return "not implemented yet"
     finished = [k for k in kernels if k.status not in (Verdict.PENDING, Verdict.EVALUATING)]
     correct = [k for k in finished if k.status == Verdict.CORRECT]
+    repairs = [k for k in finished if k.origin == Kernel.Origin.REPAIR]
+    fixed = f"; repairs: {sum(k.status == Verdict.CORRECT for k in repairs)} of {len(repairs)} fixed" if repairs else ""
     if not finished:
         return f"{len(kernels)} implementation(s) still being evaluated"
     if correct:
@@ -64,6 +103,9 @@ def idea_outcome(idea: Idea) -> str:
         if best and best.speedup_vs_eager:
             speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager"
             speed += f", {best.speedup_vs_compile:.2f}x vs torch.compile)" if best.speedup_vs_compile else ")"
-        return f"{len(correct)}/{len(finished)} correct{speed}"
+            parent = idea.parent_kernel
+            if parent is not None and parent.median_ms:
+                speed += f", {parent.median_ms / best.median_ms:.2f}x vs its parent"
+        return f"{len(correct)}/{len(finished)} correct{speed}{fixed}"
     verdicts = sorted({k.status for k in finished})
-    return f"all {len(finished)} failed: {', '.join(verdicts)}"
+    return f"all {len(finished)} failed: {', '.join(verdicts)}{fixed}"

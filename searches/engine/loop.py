@@ -4,13 +4,16 @@ A search is a resumable state machine. `advance(search_id)` (run by the django-q
 `advance_search`) does one piece of work at a time until nothing is left to do right now:
 
   round 0   the proposer's starting kernel (a fork starts at round 1 with its copied history)
-  round r   for each parent chosen when the round started: ask for I ideas (one call,
-            conditioned on the ideas tried so far and their outcomes), then implement each idea
-            K times; every candidate becomes a Kernel row and an EvaluationJob at once, so the
-            evaluation workers start while the proposer is still writing (pipelining). A
-            candidate that fails to compile gets up to `repair_attempts` repairs.
+  round r   for each parent chosen when the round started: ask for I ideas, each with K
+            distinct implementation briefs (one call, shown the context pack: target, baselines,
+            bank, the ideas tried so far with their outcomes and reasons), then implement each
+            idea K times, each call with its own brief; every candidate becomes a Kernel row and
+            an EvaluationJob at once, so the evaluation workers start while the proposer is
+            still writing (pipelining). A candidate judged incorrect, rejected, runtime_error,
+            timeout or compile_error gets up to `repair_attempts` repair turns, each its child.
   next      once every job of the round has finished, the best correct kernels become the
-            next round's parents; after R rounds, or when a budget is reached, the search ends.
+            next round's parents; the search ends with its true reason: the proposer had no new
+            ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget.
 
 Every piece of work is saved as soon as it is produced, under the search row's lock, with a
 unique key (idea slot, kernel variant, one repair per broken kernel, one starting kernel), so
@@ -29,7 +32,8 @@ from django.db import DatabaseError, transaction
 from evaluation import queue
 from live import events
 from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
-from searches.models import EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
+from searches.models import Idea, Kernel, ProposerCall, Search, Verdict
+from searches.selectors.searches import search_planned_candidates
 
 from . import context, lease, records
 
@@ -38,6 +42,9 @@ log = logging.getLogger(__name__)
 # Kernels the engine made itself (budgets count these; user kernels and fork copies are free).
 GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
 REPAIRABLE = GENERATED
+# Every verdict that says what went wrong gets repair turns; crashed, oom and no-code do not
+# (a signal or the memory limit tells the model little it can act on; no code has nothing to fix).
+REPAIR_VERDICTS = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR)
 STEP_TRIES, STEP_RETRY_SECONDS = 3, 0.5
 
 
@@ -147,7 +154,8 @@ def _seed_work(search: Search) -> bool:
         call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
         if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
             return True  # another orchestrator got there first; the call is still paid for
-        records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.SEED, round=0, name="starting kernel")
+        records.save_kernel(search, proposal, call=shown_call(search, call), origin=Kernel.Origin.SEED, round=0,
+                            name="starting kernel")
     return True
 
 
@@ -172,7 +180,8 @@ def _ask_ideas(search: Search, parent_id: int) -> bool:
     proposer = context.proposer_for(search)
     try:
         proposals, exchange = proposer.ideas(
-            context.problem_context(search), context.kernel_context(parent), context.tried_ideas(search), search.ideas_per_parent
+            context.problem_context(search), context.kernel_context(parent), context.tried_ideas(search),
+            search.ideas_per_parent, briefs=search.kernels_per_idea,
         )
     except ProposerError as exc:
         records.proposer_gave_up(search, ProposerCall.Purpose.IDEAS, exc, f"propose ideas for kernel #{parent_id}")
@@ -188,7 +197,7 @@ def _ask_ideas(search: Search, parent_id: int) -> bool:
             idea = Idea.objects.create(
                 search=search, parent_kernel_id=parent_id, round=search.current_round, slot=slot,
                 title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
-                origin=origin, call=call,
+                origin=origin, call=call, briefs=[str(b)[:4000] for b in proposal.briefs[: search.kernels_per_idea]],
             )
             events.publish(search.id, "idea.created", events.idea_payload(idea))
         plan["asked"].append(parent_id)
@@ -213,9 +222,10 @@ def _implement(search: Search, idea: Idea, variant: int) -> None:
     proposer = context.proposer_for(search)
     parent = idea.parent_kernel
     try:
-        proposal, exchange = proposer.kernel(
+        briefs = idea.briefs if isinstance(idea.briefs, list) else []
+        proposal, exchange = proposer.kernel(  # each variant sees its own brief, never its siblings'
             context.problem_context(search), context.kernel_context(parent) if parent else None,
-            IdeaProposal(idea.title, idea.description), variant,
+            IdeaProposal(idea.title, idea.description), variant, brief=briefs[variant] if variant < len(briefs) else "",
         )
         error = ""
     except ProposerError as exc:
@@ -227,42 +237,52 @@ def _implement(search: Search, idea: Idea, variant: int) -> None:
         if Kernel.objects.filter(idea=idea, variant=variant).exists():
             return
         records.save_kernel(
-            search, proposal, call=call, origin=origin, round=idea.round, idea=idea, parent=parent, variant=variant,
+            search, proposal, call=shown_call(search, call), origin=origin, round=idea.round, idea=idea, parent=parent,
+            variant=variant,
             name=proposal.name or f"r{idea.round} idea {idea.id} v{variant + 1}",
         )
 
 
+def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
+    """The call a kernel shows as "the exchange that produced it": none for the playbook, whose
+    kernels are hand-written text, not a model's reply (the call is still kept, at no cost)."""
+    return None if search.proposer == Search.Proposer.PLAYBOOK else call
+
+
 def _repair_work(search: Search) -> bool:
-    # The playbook's kernels are fixed text: it cannot repair from a compiler message.
+    # The playbook's kernels are fixed text: it cannot repair from the runner's verdict.
     if search.repair_attempts <= 0 or search.proposer == Search.Proposer.PLAYBOOK:
         return False
     broken = (
-        Kernel.objects.filter(search=search, status=Verdict.COMPILE_ERROR, origin__in=REPAIRABLE, repairs__isnull=True)
-        .select_related("idea")
+        Kernel.objects.filter(search=search, status__in=REPAIR_VERDICTS, origin__in=REPAIRABLE, repairs__isnull=True)
+        .select_related("idea", "parent")
         .order_by("id")
     )
     for kernel in broken:
-        if _repair_depth(kernel) >= search.repair_attempts:
+        depth, root = repair_chain(kernel)
+        if depth >= search.repair_attempts:
             continue
-        _repair(search, kernel)
+        _repair(search, kernel, depth + 1, root)
         return True
     return False
 
 
-def _repair_depth(kernel: Kernel) -> int:
+def repair_chain(kernel: Kernel) -> tuple[int, Kernel]:
+    """How many repairs led to `kernel`, and the kernel the chain started from."""
     depth, current = 0, kernel
     while current.repair_of_id is not None:
         depth += 1
         current = Kernel.objects.only("id", "repair_of_id").get(pk=current.repair_of_id)
-    return depth
+    return depth, current
 
 
-def _repair(search: Search, broken: Kernel) -> None:
-    run = broken.runs.filter(purpose=EvaluationJob.Purpose.SEARCH).order_by("-id").first()
-    log_text = (run.compile_log if run and run.compile_log else "") or broken.reason
+def _repair(search: Search, broken: Kernel, turn: int, root: Kernel) -> None:
+    """Repair turn `turn`: the broken kernel with the runner's verdict, reason and evidence; the
+    fix is the broken kernel's child ("repair 1 of #12")."""
     proposer = context.proposer_for(search)
     try:
-        proposal, exchange = proposer.repair(context.problem_context(search), context.kernel_context(broken), log_text)
+        proposal, exchange = proposer.repair(context.problem_context(search), context.kernel_context(broken),
+                                             context.failure_of(search, broken, turn, root))
         error = ""
     except ProposerError as exc:
         proposal, exchange, error = KernelProposal(source="", note=str(exc)), exc.exchange or Exchange(), str(exc)
@@ -273,7 +293,7 @@ def _repair(search: Search, broken: Kernel) -> None:
             return
         records.save_kernel(
             search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round, idea=broken.idea,
-            parent=broken.parent, repair_of=broken, name=proposal.name or f"repair of {broken.name or broken.id}",
+            parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}",
         )
 
 
@@ -285,8 +305,9 @@ def _start_next_round(search_id: int) -> bool:
         if _has_unimplemented_ideas(search):
             return True  # a user idea arrived since the step looked: go implement it
         finished = search.current_round
-        if finished >= search.rounds:
-            records.finish(search_id, Search.Status.COMPLETED, f"completed all {search.rounds} rounds")
+        ending = ending_reason(search, finished)
+        if ending:
+            records.finish(search_id, Search.Status.COMPLETED, ending)
             return True
         parents = choose_parents(search)
         if not parents:
@@ -299,6 +320,37 @@ def _start_next_round(search_id: int) -> bool:
         events.publish(search_id, "round.started", {"round": search.current_round, "parents": parents})
         events.publish_search_progress(search_id)
     return True
+
+
+def ending_reason(search: Search, finished: int) -> str:
+    """Why the search ends after round `finished`, in its true words; "" to go on."""
+    made = Kernel.objects.filter(search=search, origin__in=GENERATED).count()
+    planned = search_planned_candidates(search)
+    if finished >= 1 and not Idea.objects.filter(search=search, round=finished).exists():
+        first = "the forked kernels" if search.forked_from_id else "the starting kernel"
+        after = f"round {finished - 1}" if finished > 1 else first
+        return f"the proposer had no new ideas after {after} — {made} of {planned} candidates"
+    if finished >= search.rounds:
+        return f"completed all {search.rounds} rounds"
+    if search.stale_rounds and finished >= search.stale_rounds and _stale_for(search, finished) >= search.stale_rounds:
+        return f"no improvement in {search.stale_rounds} rounds"
+    return ""
+
+
+def _stale_for(search: Search, finished: int) -> int:
+    """How many rounds up to `finished` in a row beat nothing of the rounds before them."""
+    best = {}
+    for round_number, median in Kernel.objects.filter(
+            search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
+    ).values_list("round", "median_ms"):
+        best[round_number] = min(median, best.get(round_number, median))
+    stale = 0
+    for round_number in range(finished, 0, -1):
+        before = [m for r, m in best.items() if r < round_number]
+        if round_number in best and (not before or best[round_number] < min(before)):
+            break
+        stale += 1
+    return stale
 
 
 def _has_unimplemented_ideas(search: Search) -> bool:

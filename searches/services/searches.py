@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from live import events
+from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.searches import search_proposer_unavailable
@@ -21,12 +22,14 @@ SEARCH_KNOB_LIMITS = {
     "ideas_per_parent": (1, 20),
     "kernels_per_idea": (1, 20),
     "bank_size": (0, 50),
-    "repair_attempts": (0, 3),
+    "repair_attempts": (0, 5),
+    "stale_rounds": (0, 50),
 }
 
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
     "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
+    "language",
 }
 
 
@@ -50,6 +53,11 @@ def _search_check_knobs(knobs: dict) -> None:
     if knobs.get("device") not in Device.values:
         raise ValidationError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(Device.values)}.",
                            code="device")
+    language = knobs.get("language")
+    if language and (language not in LANGUAGES or LANGUAGES[language][1] != knobs.get("device")):
+        fits = [key for key, (_, device, _) in LANGUAGES.items() if device == knobs.get("device")]
+        raise ValidationError(f"Language {language!r} does not fit a {knobs.get('device')} search: choose one of "
+                              f"{', '.join(fits)}, or leave it empty for the device's default.", code="language")
     if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
         raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
                            "it empty for the model's default.", code="effort")
@@ -74,12 +82,13 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1) -> Search:
+                 repair_attempts: int = 1, language: str = "", stale_rounds: int = 0) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
-                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device)
+                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
+                 language=language or "", stale_rounds=stale_rounds)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     search = Search.objects.create(
@@ -149,12 +158,14 @@ def search_cancel(*, search: Search, user) -> Search:
 @transaction.atomic
 def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from_idea: Idea | None = None,
                 **overrides) -> Search:
-    """A new search that continues from one kernel (or idea) of another, with the same knobs
-    unless overridden. History travels as copies: the kernel's ancestor path (kernels and the
-    ideas between them) is copied into the new search as FORK kernels carrying their verdicts
-    (their benchmark runs stay with the originals), so the new search's tree and prompts show
-    where it came from. Round 1 builds on the copied kernel; a forked idea is implemented
-    again in round 1 next to the proposer's new ideas."""
+    """A new search that continues from one kernel (or idea) of another, or from its B best
+    kernels, with the same knobs unless overridden (proposer, model, effort, R/B/I/K, budgets,
+    language, library rule): a playbook search continues with Anthropic in one step. History
+    travels as copies: each start's ancestor path (kernels and the ideas between them, shared
+    ancestors once) is copied into the new search as FORK kernels carrying their verdicts (their
+    benchmark runs stay with the originals), so the new search's tree, bank and prompts show
+    where it came from. Round 1 builds on the copies; a forked idea is implemented again in
+    round 1 next to the proposer's new ideas."""
     unknown = set(overrides) - SEARCH_FORK_OVERRIDES
     if unknown:
         raise ValidationError(f"Cannot override {', '.join(sorted(unknown))} when forking.", code="overrides")
@@ -168,29 +179,35 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
         if from_kernel.search_id != search.pk:
             raise ValidationError("That kernel does not belong to this search.", code="fork")
         start = from_kernel
-    else:
-        start = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
-                                              median_ms__isnull=False).order_by("median_ms").first())
-        if start is None:
-            raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
-                                  code="fork")
-    if not start.source.strip():
-        raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
     knobs = {key: getattr(search, key) for key in SEARCH_FORK_OVERRIDES}
     knobs.update(overrides)
+    if from_idea is None and from_kernel is None:
+        # The source's best kernels, as many as the fork builds on per round.
+        starts = list(Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
+                                            median_ms__isnull=False).exclude(source="")
+                      .order_by("median_ms", "id")[:max(1, int(knobs.get("parents_per_round") or 1))])
+        if not starts:
+            raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
+                                  code="fork")
+    else:
+        starts = [start]
+    if not starts[0].source.strip():
+        raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
     _search_check_knobs(knobs)
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
+    if knobs["proposer"] == Search.Proposer.ANTHROPIC and not knobs.get("model"):
+        knobs["model"] = settings.ANTHROPIC_MODEL
     fork = Search.objects.create(
-        problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=start,
+        problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
         **{**knobs, "name": (knobs.get("name") or f"Fork of {search}")[:200]},
     )
-    start_copy = _search_copy_path(fork, start)
-    plan = {"1": {"parents": [start_copy.id], "asked": []}}
+    copies: dict[int, Kernel] = {}
+    parents = [_search_copy_path(fork, kernel, copies).id for kernel in starts]
     fork.current_round = 1
-    fork.round_parents = plan
+    fork.round_parents = {"1": {"parents": parents, "asked": []}}
     fork.save(update_fields=["current_round", "round_parents"])
     if from_idea is not None:
-        idea = Idea.objects.create(search=fork, parent_kernel=start_copy, round=1, title=from_idea.title,
+        idea = Idea.objects.create(search=fork, parent_kernel=copies[starts[0].id], round=1, title=from_idea.title,
                                     description=from_idea.description, origin=from_idea.origin, author=from_idea.author)
         events.publish(fork.id, "idea.created", events.idea_payload(idea))
     events.publish_search_status(fork)
@@ -198,14 +215,15 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     return fork
 
 
-def _search_copy_path(fork: Search, kernel: Kernel) -> Kernel:
-    """Copy `kernel` and its ancestors (root first) into `fork`; return the copy of `kernel`."""
+def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
+    """Copy `kernel` and its ancestors (root first) into `fork`, each once across calls
+    (`copies`: original id -> copy); return the copy of `kernel`."""
     path = []
     current = kernel
-    while current is not None and len(path) < 100:
+    while current is not None and current.id not in copies and len(path) < 100:
         path.append(current)
         current = current.parent
-    parent_copy = None
+    parent_copy = copies.get(current.id) if current is not None else None
     for original in reversed(path):
         idea_copy = None
         if original.idea_id:
@@ -224,6 +242,7 @@ def _search_copy_path(fork: Search, kernel: Kernel) -> Kernel:
             speedup_vs_compile=original.speedup_vs_compile, precision=original.precision,
             device_name=original.device_name, verified=original.verified, evaluated_at=original.evaluated_at,
         )
+        copies[original.id] = parent_copy
         events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))
     return parent_copy
 

@@ -14,7 +14,7 @@ from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_char
 from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
-from ..forms import IdeaAddForm, KernelSubmitForm, SearchStartForm
+from ..forms import IdeaAddForm, KernelSubmitForm, SearchForkForm, SearchStartForm
 from ..models import Kernel, Problem, Search, ShareLink, Verdict
 from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
 
@@ -157,6 +157,7 @@ def search_detail(request, code):
         "parent_choices": selectors.search_parent_choices(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
         "may_steer": services.may_steer(search, request.user), "queue_note": search_queue_note(search),
+        "fork_form": SearchForkForm.for_search(search),  # fork options
     })
     return render(request, "searches/search/detail.html", context)
 
@@ -176,10 +177,15 @@ def search_control(request, code, action):
     return redirect("search_detail", code=search.code)
 
 
+# --- fork (owned by the search-settings work: keep edits here delimited) ---------------------------
+
+
 @login_required
 @require_POST
 @limits_sandbox_work
 def search_fork(request, code):
+    """Fork from a kernel (its code in `from_kernel`), else from the search's best kernels; with
+    the fork form's options when it was sent, else with the source's own knobs."""
     search = get_object_or_404(Search, code=code)
     from_kernel = None
     if request.POST.get("from_kernel"):
@@ -187,13 +193,23 @@ def search_fork(request, code):
         if from_kernel is None:
             messages.error(request, "Could not fork: that kernel does not exist.")
             return redirect("search_detail", code=search.code)
+    overrides = {}
+    if "fork-proposer" in request.POST:
+        form = SearchForkForm.for_search(search, request.POST)
+        if not form.is_valid():
+            messages.error(request, "Could not fork the search: " + _form_errors(form))
+            return redirect("search_detail", code=search.code)
+        overrides = form.search_fields()
     try:
-        fork = services.search_fork(search=search, user=request.user, from_kernel=from_kernel)
+        fork = services.search_fork(search=search, user=request.user, from_kernel=from_kernel, **overrides)
     except (ValidationError, PermissionDenied) as error:
         messages.error(request, f"Could not fork the search: {error_text(error)}")
         return redirect("search_detail", code=search.code)
     messages.success(request, "Forked: this is the new search.")
     return redirect("search_detail", code=fork.code)
+
+
+# --- end of fork ---------------------------------------------------------------------------------
 
 
 @login_required

@@ -3,11 +3,18 @@
 It speaks `POST /v1/messages` (JSON in, a `message` object out, with usage counts including
 prompt-cache reads and writes) and the API's error shape (`{"type": "error", "error": {...}}`).
 Tests queue behaviours (an error status, a delay longer than the client's timeout, a given
-reply text); otherwise `responder(request_json)` writes the reply. Every request is kept in
-`requests` (headers included) for assertions.
+reply text or tool call); otherwise `responder(seen)` writes the reply: a string is a text reply,
+a dict the input of a call of the tool the request forces (or of its first tool). Every request is
+kept in `requests` (headers included) for assertions.
+
+Like the API: a forced `tool_choice` with effort or thinking set is refused (400); the prompt cache
+works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block:
+the longest prefix seen before is billed as cache reads, the rest up to the last breakpoint as a
+cache write, the remainder as input.
 """
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +30,7 @@ class Behaviour:
     delay: float = 0.0  # seconds to hang, then drop the connection without an answer (a timeout)
     reply: str | None = None  # text of the reply; None: ask the responder
     stop_reason: str = "end_turn"
+    tool_input: object = None  # a tool call's input (any JSON, malformed on purpose included)
 
 
 @dataclass
@@ -44,6 +52,29 @@ class Seen:
             parts.append(content if isinstance(content, str) else
                          "".join(block.get("text", "") for block in content))
         return "\n".join(parts)
+
+    @property
+    def forced_tool(self) -> str:
+        choice = self.body.get("tool_choice") or {}
+        return choice.get("name", "") if choice.get("type") == "tool" else ""
+
+    def cache_segments(self) -> list[tuple[str, bool]]:
+        """The request's prompt in cache order, as (text, is a breakpoint) pieces."""
+        pieces = [(json.dumps(tool, sort_keys=True), bool(tool.get("cache_control")))
+                  for tool in self.body.get("tools") or []]
+        system = self.body.get("system") or []
+        if isinstance(system, str):
+            pieces.append((system, False))
+        else:
+            pieces += [(block.get("text", ""), bool(block.get("cache_control"))) for block in system]
+        for message in self.body.get("messages", []):
+            content = message.get("content")
+            if isinstance(content, str):
+                pieces.append((content, False))
+            else:
+                pieces += [(block.get("text", "") or json.dumps(block), bool(block.get("cache_control")))
+                           for block in content]
+        return pieces
 
 
 def approx_tokens(text: str) -> int:
@@ -104,30 +135,50 @@ class FakeAnthropic:
         if behaviour.status != 200:
             headers = {"retry-after-ms": "20"} if behaviour.status == 429 else {}
             return self._send(handler, behaviour.status, _error(behaviour.status, "fake failure"), headers)
-        text = behaviour.reply if behaviour.reply is not None else self.responder(seen)
-        self._send(handler, 200, self._message(seen, text, behaviour.stop_reason))
+        if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
+            return self._send(handler, 400, _error(400, "tool_choice forces tool use, which is not compatible "
+                                                         "with thinking or effort"))
+        if behaviour.tool_input is not None:
+            answer = behaviour.tool_input
+        else:
+            answer = behaviour.reply if behaviour.reply is not None else self.responder(seen)
+        self._send(handler, 200, self._message(seen, answer, behaviour.stop_reason))
 
-    def _message(self, seen: Seen, text: str, stop_reason: str) -> dict:
-        system = seen.body.get("system") or []
-        cached = "".join(b.get("text", "") for b in system if isinstance(b, dict) and b.get("cache_control"))
-        uncached = "".join(b.get("text", "") for b in system if isinstance(b, dict) and not b.get("cache_control"))
+    def _usage(self, seen: Seen) -> dict:
+        pieces = seen.cache_segments()
+        prefixes, text = [], ""
+        for piece, breakpoint in pieces:
+            text += piece + "\x00"
+            if breakpoint:
+                prefixes.append(text)
+        total = approx_tokens(text)
         with self._lock:
-            hit = cached in self._cached
-            self._cached.add(cached)
-        cache_tokens = approx_tokens(cached) if cached else 0
-        usage = {
-            "input_tokens": approx_tokens(uncached + seen.user_text),
-            "output_tokens": approx_tokens(text),
-            "cache_read_input_tokens": cache_tokens if hit else 0,
-            "cache_creation_input_tokens": 0 if hit else cache_tokens,
-        }
+            read = max((p for p in prefixes if p in self._cached), key=len, default="")
+            self._cached.update(prefixes)
+        written = prefixes[-1] if prefixes else ""
+        read_tokens = approx_tokens(read) if read else 0
+        write_tokens = approx_tokens(written) - read_tokens if written and written != read else 0
+        return {"input_tokens": max(1, total - read_tokens - write_tokens),
+                "cache_read_input_tokens": read_tokens, "cache_creation_input_tokens": write_tokens}
+
+    def _message(self, seen: Seen, answer, stop_reason: str) -> dict:
+        if isinstance(answer, str):
+            content, out_text = [{"type": "text", "text": answer}], answer
+        else:
+            tools = [t.get("name") for t in seen.body.get("tools") or []]
+            # Unforced, the model calls the tool its task asks for.
+            asked = [t for t in tools if f"`{t}`" in seen.user_text]
+            name = seen.forced_tool or (asked or tools or ["tool"])[0]
+            content = [{"type": "tool_use", "id": f"toolu_fake_{len(self.requests)}", "name": name, "input": answer}]
+            out_text, stop_reason = json.dumps(answer), "tool_use" if stop_reason == "end_turn" else stop_reason
+        usage = {**self._usage(seen), "output_tokens": approx_tokens(out_text)}
         with self._lock:
             self.usage_given["input"] += usage["input_tokens"]
             self.usage_given["output"] += usage["output_tokens"]
             self.usage_given["cache_read"] += usage["cache_read_input_tokens"]
             self.usage_given["cache_write"] += usage["cache_creation_input_tokens"]
         return {"id": f"msg_fake_{len(self.requests)}", "type": "message", "role": "assistant",
-                "model": seen.body.get("model", "fake"), "content": [{"type": "text", "text": text}],
+                "model": seen.body.get("model", "fake"), "content": content,
                 "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
 
     @staticmethod
@@ -166,3 +217,21 @@ def python_reply(source: str, note: str = "This kernel does the work in C.") -> 
 def ideas_reply(count: int, prefix: str = "Idea") -> str:
     items = [{"title": f"{prefix} {i + 1}", "description": f"Try variation {i + 1}."} for i in range(count)]
     return "```json\n" + json.dumps(items) + "\n```"
+
+
+def ideas_call(count: int, briefs: int = 1, prefix: str = "Idea") -> dict:
+    """A propose_ideas tool input: `count` ideas, each with `briefs` distinct briefs."""
+    return {"ideas": [{"title": f"{prefix} {i + 1}", "description": f"Try variation {i + 1}.",
+                       "briefs": [f"brief {i + 1}.{b + 1}: block size {64 << b}" for b in range(briefs)]}
+                      for i in range(count)]}
+
+
+def kernel_call(source: str, note: str = "A kernel of its own.") -> dict:
+    return {"source": source, "note": note}
+
+
+def asked_counts(seen: Seen) -> tuple[int, int]:
+    """(ideas, briefs per idea) an ideas request asks for."""
+    ideas = int(re.search(r"Propose (\d+) distinct", seen.user_text).group(1))
+    briefs = re.search(r"give exactly (\d+) implementation briefs", seen.user_text)
+    return ideas, int(briefs.group(1)) if briefs else 1

@@ -37,7 +37,11 @@ class Command(BaseCommand):
         parser.add_argument("--ideas", type=int, default=3, help="I: ideas per parent (default 3)")
         parser.add_argument("--kernels", type=int, default=2, help="K: kernels per idea (default 2)")
         parser.add_argument("--bank", type=int, default=2, help="extra good earlier kernels as parents (default 2)")
-        parser.add_argument("--repairs", type=int, default=1, help="repair attempts for a compile error (default 1)")
+        parser.add_argument("--repairs", type=int, default=1,
+                            help="repair turns per failed kernel, any failure verdict (default 1)")
+        parser.add_argument("--language", default="", help="cuda_nvrtc, cuda_inline, triton or c (default: the device's)")
+        parser.add_argument("--stale-rounds", type=int, default=0,
+                            help="stop after this many rounds without a faster kernel (default 0: off)")
         parser.add_argument("--device", choices=Device.values, default=None,
                             help="target device (default: the problem's)")
         parser.add_argument("--proposer", choices=Search.Proposer.values, default=None,
@@ -82,7 +86,7 @@ class Command(BaseCommand):
                     device=device, rounds=opts["rounds"], parents_per_round=opts["parents"],
                     ideas_per_parent=opts["ideas"], kernels_per_idea=opts["kernels"], bank_size=opts["bank"],
                     repair_attempts=opts["repairs"], allow_library=opts["allow_library"],
-                    max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
+                    language=opts["language"], stale_rounds=opts["stale_rounds"], max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
                 )
             except ValidationError as error:

@@ -1,0 +1,135 @@
+"""The context pack: what every proposer call shows besides its task, chosen and trimmed here.
+
+Sections, each plain data rendered to text: the target's facts, the baselines, the bank of the
+search's best kernels (up to a token budget), a kernel with its verdict, the runner's reason and
+error table, and the ideas tried so far. The wording of instructions lives in prompts.py; this
+module decides what is shown and how much of it. Facts come from whatever the worker recorded,
+so every key may be missing: a missing one is left out, never guessed.
+"""
+
+from .base import KernelContext, ProblemContext, TriedIdea
+
+BANK_TOKENS = 6000  # what the bank may take of a prompt (about 4 characters a token)
+BANK_KERNELS = 4
+LOG_CHARS = 4000  # the tail of a compile log or stderr that a repair sees
+REASONS_SHOWN = 3
+
+
+def approx_tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def _number(value, unit: str, scale: float = 1.0, digits: int = 4) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ""
+    if isinstance(value, int) and scale == 1:
+        return f"{value} {unit}".strip()
+    return f"{value / scale:.{digits}g} {unit}".strip()
+
+
+GPU_FACTS = (  # (key, label, unit, scale)
+    ("sm_count", "streaming multiprocessors", "", 1),
+    ("compute_capability", "compute capability", "", 1),
+    ("memory_bytes", "device memory", "GiB", 2**30),
+    ("shared_mem_per_block", "shared memory per block (default)", "KiB", 1024),
+    ("shared_mem_per_block_optin", "shared memory per block (opt-in)", "KiB", 1024),
+    ("shared_mem_per_sm", "shared memory per SM", "KiB", 1024),
+    ("registers_per_block", "32-bit registers per block", "", 1),
+    ("registers_per_sm", "32-bit registers per SM", "", 1),
+    ("l2_bytes", "L2 cache", "MiB", 2**20),
+    ("sm_clock_mhz", "SM clock", "MHz", 1),
+    ("mem_clock_mhz", "memory clock", "MHz", 1),
+    ("bandwidth_gbs", "measured memory bandwidth", "GB/s", 1),
+)
+CPU_FACTS = (
+    ("cores", "cores", "", 1),
+    ("threads", "threads the runner uses", "", 1),
+    ("vector_width_bits", "widest vector registers", "bits", 1),
+)
+
+
+def target_lines(device: str, facts: dict) -> list[str]:
+    """The target's facts as lines, tolerant of any key being absent or of an odd type."""
+    facts = facts if isinstance(facts, dict) else {}
+    lines = [f"- device: {facts['name']}"] if isinstance(facts.get("name"), str) and facts["name"] else []
+    for key, label, unit, scale in (GPU_FACTS if device == "cuda" else CPU_FACTS):
+        value = facts.get(key)
+        if isinstance(value, str) and value:
+            lines.append(f"- {label}: {value}")
+        elif text := _number(value, unit, scale):
+            lines.append(f"- {label}: {text}")
+    tflops = facts.get("tflops")
+    if isinstance(tflops, dict):
+        rates = [f"{name} {_number(rate, 'TFLOP/s')}" for name, rate in tflops.items() if _number(rate, "")]
+        if rates:
+            lines.append(f"- measured matrix rates: {', '.join(rates)}")
+    caches = facts.get("caches")
+    if isinstance(caches, dict) and caches:
+        lines.append("- caches: " + ", ".join(f"{k} {v}" for k, v in caches.items()))
+    flags = facts.get("flags")
+    if isinstance(flags, (list, tuple)) and flags:
+        lines.append("- vector instruction sets: " + " ".join(str(f) for f in flags[:40]))
+    return lines
+
+
+def baseline_line(problem: ProblemContext) -> str:
+    parts = []
+    if problem.eager_ms:
+        parts.append(f"PyTorch eager {problem.eager_ms:.4g} ms")
+    if problem.compile_ms:
+        parts.append(f"torch.compile {problem.compile_ms:.4g} ms")
+    return ", ".join(parts)
+
+
+def fit_bank(bank: list[KernelContext], budget_tokens: int = BANK_TOKENS) -> list[KernelContext]:
+    """The fastest bank kernels whose sources fit the budget together (the first always does)."""
+    chosen, used = [], 0
+    for kernel in bank[:BANK_KERNELS]:
+        cost = approx_tokens(kernel.source)
+        if chosen and used + cost > budget_tokens:
+            break
+        chosen.append(kernel)
+        used += cost
+    return chosen
+
+
+def verdict_summary(kernel: KernelContext) -> str:
+    """"correct, median 0.7 ms, 2.00x vs eager, ..." or the failure verdict."""
+    if kernel.status != "correct" or kernel.median_ms is None:
+        return kernel.status
+    fared = f"correct, median {kernel.median_ms:.4g} ms"
+    if kernel.speedup_vs_eager:
+        fared += f", {kernel.speedup_vs_eager:.2f}x vs eager"
+    if kernel.speedup_vs_compile:
+        fared += f", {kernel.speedup_vs_compile:.2f}x vs torch.compile"
+    if kernel.speedup_vs_parent:
+        fared += f", {kernel.speedup_vs_parent:.2f}x vs its parent"
+    if kernel.speed_of_light:
+        fared += f", {kernel.speed_of_light}"
+    return fared
+
+
+def error_table(rows: list) -> str:
+    """The runner's per-distribution correctness rows as a small table ("" when none)."""
+    lines = []
+    for row in rows or []:
+        if not isinstance(row, dict):
+            continue
+        if row.get("skipped"):
+            lines.append(f"{row.get('name', '?')}: skipped ({row.get('skip_reason', 'no reason given')})")
+            continue
+        passed = {True: "passed", False: "FAILED", None: "not run"}.get(row.get("passed"), "not run")
+        numbers = [f"{label} {row[key]:.3g}" for key, label in
+                   (("err", "err"), ("ref_fp32_err", "PyTorch fp32 err"), ("max_abs_err", "max abs error"))
+                   if isinstance(row.get(key), (int, float))]
+        lines.append(f"{row.get('name', '?')}: {passed}" + (f" ({', '.join(numbers)})" if numbers else ""))
+    return "\n".join(lines)
+
+
+def tried_line(idea: TriedIdea) -> str:
+    reasons = "; ".join(r[:300] for r in idea.reasons[:REASONS_SHOWN])
+    return f"- {idea.title}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")
+
+
+def log_tail(text: str, chars: int = LOG_CHARS) -> str:
+    return text[-chars:] if text else ""
