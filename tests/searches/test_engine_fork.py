@@ -60,6 +60,8 @@ def test_fork_a_playbook_search_with_the_anthropic_proposer_from_its_best_kernel
     for parent, seen in zip(parents, asked):
         assert f"Kernel #{parent.id}" in seen.user_text and parent.source.strip() in seen.user_text
     assert best[0].source.strip() in asked[0].system_text  # the copies are the fork's bank
+    fork_page = client.get(reverse("search_detail", args=[fork.code])).content.decode()
+    assert 'id="playbook-note"' not in fork_page  # an LLM's ideas do see their parent
 
 
 def test_a_language_that_does_not_fit_the_device_is_refused_with_the_choices(problem, fake, client):
@@ -85,3 +87,5 @@ def test_a_playbook_search_that_runs_out_of_ideas_says_so_and_its_kernels_show_n
     kernel = Kernel.objects.filter(search=search, round=1).first()
     page = client.get(reverse("kernel_detail", args=[kernel.code])).content.decode()
     assert 'id="exchange"' not in page  # hand-written text, not a model's reply
+    tree_page = client.get(reverse("search_detail", args=[search.code])).content.decode()
+    assert 'id="playbook-note"' in tree_page and "none is conditioned on the kernel it hangs under" in tree_page
