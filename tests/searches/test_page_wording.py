@@ -42,3 +42,16 @@ def test_cancel_asks_first(client, alice):
     s = d.search(problem=d.problem(), created_by=alice)
     body = client.get(reverse("search_detail", kwargs={"code": s.code})).content.decode()
     assert 'data-confirm="Cancel this search?' in body and "js/confirm.js" in body
+
+
+def test_a_partial_replacement_is_told_apart_from_a_cheat_on_its_page(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    reason = "uses PyTorch for relu, linear; allowed when the search allows library calls"
+    partial = d.kernel(problem=p, search=s, round=0, origin="seed", status="rejected", reason=reason)
+    partial.runs.update(result={"status": "rejected", "reason": reason, "reason_code": "partial_replacement"})
+    cheat = d.kernel(problem=p, search=s, status="rejected", reason="forward computes with PyTorch (aten.mul)")
+    cheat.runs.update(result={"status": "rejected", "reason_code": "rule"})
+    body = client.get(reverse("kernel_detail", kwargs={"code": partial.code})).content.decode()
+    assert 'id="partial-note"' in body and "A search that allows library calls judges and times it" in body
+    assert 'id="partial-note"' not in client.get(reverse("kernel_detail", kwargs={"code": cheat.code})).content.decode()
