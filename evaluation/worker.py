@@ -158,8 +158,12 @@ class EvaluationWorker:
                 reason = f"the problem failed validation: {exc}"
                 _with_retries(lambda: _fail_now(job, reason))
                 return
-            log.exception("%s: job %s could not run", self.name, job.id)
-            error = f"the runner failed: {exc}"
+            if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
+                log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
+                error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
+            else:
+                log.exception("%s: job %s could not run", self.name, job.id)
+                error = f"the runner failed: {exc}"
             _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
             return
         renewer.stop()

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 import random
+import time
 
-from . import baselines, quarantine, schema
+from . import baselines, quarantine, schema, watchdog
 from . import compile as compiling
 from .checks import check_source
-from .errors import ProblemInvalid, RunnerError
+from .errors import DeviceBusy, ProblemInvalid, RunnerError
 from .version import RUNNER_VERSION, SCHEMA
 
 DEVICES = ("cpu", "cuda")
 FAULTS = ("runtime_error", "crashed", "timeout", "oom")
+OOM_ATTEMPTS = 3  # a validation out of device memory is run again this many times in all
+OOM_PAUSE_S = 2.0  # between them: time for whoever holds the memory to let go
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -25,9 +28,20 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
              seed: int | None = None) -> dict:
     check_device(device)
     seed = _seed(seed)
-    result = empty_validation()
     job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
            "compile_baseline": _compile_baseline()}
+    for attempt in range(1, OOM_ATTEMPTS + 1):
+        result = _validate_once(pool, job, problem_source, device, timeout)
+        if result["status"] != "oom":
+            return result
+        if attempt < OOM_ATTEMPTS:
+            time.sleep(OOM_PAUSE_S * attempt)
+    raise DeviceBusy(f"the device ran out of memory validating the problem {OOM_ATTEMPTS} times "
+                     f"({result['reason']}); other work may hold its memory: the problem is not judged")
+
+
+def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: float) -> dict:
+    result = empty_validation()
     outcome, sandbox = _run(pool, job, timeout)
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
@@ -40,9 +54,9 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
         return result
     result["status"], result["reason"] = raw["status"], raw["reason"]
     limited = sandbox.limit_hit("runtime_error", raw["reason"]) if raw["status"] != "ok" else None
-    if limited:
-        result["reason"] = f"the problem could not be run: {limited[1]}"
-    for name in ("outputs", "family", "flops", "min_bytes"):
+    if limited:  # the sandbox's own limit, not someone else's memory: the problem is at fault
+        result["status"], result["reason"] = "invalid", f"the problem could not be run: {limited[1]}"
+    for name in ("outputs", "family", "flops", "min_bytes", "phases"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
     if result["status"] == "ok":
@@ -54,7 +68,7 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
 def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
             "min_bytes": None, "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
-            "environment": environment_of(None, None)}
+            "environment": environment_of(None, None), "phases": {}}
 
 
 # --- evaluate -------------------------------------------------------------------------------
@@ -80,7 +94,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result["baseline"] = dict(validation["baseline"])
 
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
-           "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library)}
+           "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
+           "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
     outcome, sandbox = _run(pool, job, timeout)
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
