@@ -59,7 +59,9 @@ def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: f
     for name in ("outputs", "family", "flops", "min_bytes", "phases"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
-    if result["status"] == "ok":
+    result["measurements"] = sandbox.measurements.of("eager", "compile")
+    result["noisy"] = sandbox.measurements.noisy("eager", "compile")
+    if result["status"] == "ok" and not result["noisy"]:  # a noisy baseline is measured again next time
         cache_key = baselines.key(problem_source, device, result["environment"], _compile_baseline())
         baselines.store(cache_key, result)
     return result
@@ -68,7 +70,7 @@ def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: f
 def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
             "min_bytes": None, "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
-            "environment": environment_of(None, None), "phases": {}}
+            "environment": environment_of(None, None), "phases": {}, "measurements": [], "noisy": None}
 
 
 # --- evaluate -------------------------------------------------------------------------------
@@ -113,6 +115,9 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         if limited:
             result["status"], result["reason"] = limited
     result["limits"] = sandbox.describe_limits()
+    result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
+    noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
+    result["noisy"] = "; ".join(noisy) or None  # kept, shown, left out of rankings until run again
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
@@ -128,7 +133,7 @@ def empty_verdict(seed: int | None) -> dict:
             "correctness": None, "timing": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
-            "log": "", "phases": {}, "limits": None}
+            "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

@@ -26,7 +26,18 @@ def environment(device: str, threads: int) -> dict:
         "runner_version": RUNNER_VERSION,
         "threads": threads,
         "isolation": os.environ.get("KERNELLAB_ISOLATION", "process"),
+        "device_uuid": device_uuid() if device == "cuda" else None,
     }
+
+
+def device_uuid() -> str | None:
+    """NVML's name for this device ("GPU-..."): the parent reads the device's state by it,
+    as NVML does not follow CUDA_VISIBLE_DEVICES."""
+    try:
+        text = str(torch.cuda.get_device_properties(0).uuid)
+    except Exception:
+        return None
+    return text if text.startswith("GPU-") else f"GPU-{text}"
 
 
 def cpu_name() -> str:

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import gpumem, isolation, limits, schema, watchdog
+from . import gpumem, gpustate, isolation, limits, schema, watchdog
 from .devicelock import DeviceLock
 from .errors import RunnerError
 
@@ -148,6 +148,7 @@ class Sandbox:
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
         self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
         self.gpu_exceeded_mb: int | None = None
+        self.measurements = gpustate.Measurements(None)
         try:
             self._start()
         except BaseException:
@@ -279,6 +280,8 @@ class Sandbox:
                 watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
             self._send({**job, "nonce": nonce})
             calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
+            # what the GPU did while each measurement was timed
+            self.measurements = gpustate.Measurements(gpustate.source_for(self.device, ready))
             while True:
                 try:
                     wake = min(deadline, calls.check_at())
@@ -302,6 +305,10 @@ class Sandbox:
                     continue
                 if message.get("kind") == "beat":
                     calls.beat(message, time.monotonic())
+                elif message.get("kind") == "timing":
+                    reply = self.measurements.on_timing(message)
+                    if reply is not None:
+                        self._send(reply)
                 elif message.get("kind") == "device" and lock is None:
                     waited = time.monotonic()
                     lock = DeviceLock(self.device).acquire()

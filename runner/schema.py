@@ -151,7 +151,8 @@ def _timing(raw) -> dict | None:
 
 VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "min_bytes", "baseline", "environment", "log",
                    "phases")
-ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation")
+ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation",
+                    "device_uuid")
 
 
 def validation(raw) -> dict:
