@@ -117,10 +117,14 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result["limits"] = sandbox.describe_limits()
     result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
     noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
-    result["noisy"] = "; ".join(noisy) or None  # kept, shown, left out of rankings until run again
+    result["noisy"] = "; ".join(noisy) or None
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
+    if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
+        # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
+        result["quarantined"] = True
+        result["quarantine_reason"] = f"timed on a disturbed device, run it again on a quiet one: {result['noisy']}"
     if device == "cuda" and (result["status"] in ("crashed", "timeout")
                              or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
         health_check(pool)

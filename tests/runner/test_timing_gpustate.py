@@ -115,3 +115,5 @@ def test_the_judge_remeasures_a_disturbed_candidate_and_the_verdict_stays_correc
     assert [r["attempt"] for r in result["measurements"]] == [1, 2, 3]
     assert result["noisy"].startswith("candidate: other processes used the GPU's SMs")
     assert "eager: other processes" in result["noisy"]  # its baseline was measured on the same busy device
+    # kept, but out of every ranking until it is run again on a quiet device
+    assert result["quarantined"] and result["quarantine_reason"].startswith("timed on a disturbed device")
