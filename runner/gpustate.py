@@ -43,6 +43,8 @@ class Source:
 
 
 class NvmlSource(Source):
+    _known: dict[str, "NvmlSource | None"] = {}  # one per device and process: NVML's start costs ms
+
     def __init__(self, nvml, handle):
         self.nvml, self.handle = nvml, handle
 
@@ -50,13 +52,15 @@ class NvmlSource(Source):
     def for_uuid(cls, uuid: str | None) -> "NvmlSource | None":
         if not uuid:
             return None
-        try:
-            import pynvml  # nvidia-ml-py: read-only driver state, no CUDA context
+        if uuid not in cls._known:
+            try:
+                import pynvml  # nvidia-ml-py: read-only driver state, no CUDA context
 
-            pynvml.nvmlInit()  # counted by NVML: safe beside gpumem's
-            return cls(pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid))
-        except Exception:
-            return None
+                pynvml.nvmlInit()  # counted by NVML: safe beside gpumem's
+                cls._known[uuid] = cls(pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid))
+            except Exception:
+                cls._known[uuid] = None
+        return cls._known[uuid]
 
     def read(self) -> dict:
         nvml, handle = self.nvml, self.handle
