@@ -72,10 +72,14 @@ def check_name_free(name: str) -> None:
 
 class EvaluationWorker:
     def __init__(self, *, name: str, device: str, pool_size: int = 1, poll_seconds: float = 0.5,
-                 rekick_seconds: float = REKICK_SECONDS):
+                 rekick_seconds: float = REKICK_SECONDS, jobs_in_flight: int = 1):
         self.name = name
         self.device = device
         self.pool_size = pool_size
+        # Several jobs at once: the next candidates import and compile while one holds the device
+        # (the runner's device lock covers only correctness and timing).
+        self.jobs_in_flight = max(1, int(jobs_in_flight))
+        self.peak_in_flight = 0
         self.poll_seconds = poll_seconds
         self.rekick_seconds = rekick_seconds
         self.stopping = False
@@ -103,6 +107,8 @@ class EvaluationWorker:
         # --- end device facts
         try:
             with runner.Pool(device=self.device, size=self.pool_size) as pool:
+                if self.jobs_in_flight > 1:
+                    return self._run_pipelined(pool, once=once, should_stop=should_stop)
                 while not self.stopping:
                     if should_stop is not None and should_stop():
                         break
@@ -115,6 +121,7 @@ class EvaluationWorker:
                         self._sleep(self.poll_seconds)
                         continue
                     try:
+                        self.peak_in_flight = 1
                         self.run_job(pool, job)
                     except WorkerStopping:
                         break
@@ -122,6 +129,39 @@ class EvaluationWorker:
             self._heartbeat(force=True, current_job=None)
             close_old_connections()
         return self.jobs_done
+
+    def _run_pipelined(self, pool, *, once: bool, should_stop) -> int:
+        """Up to `jobs_in_flight` jobs, each on a thread of its own. On stop the jobs still running
+        are handed back at once (their threads record nothing and die with the process)."""
+        running: dict[threading.Thread, EvaluationJob] = {}
+        while not self.stopping and not (should_stop is not None and should_stop()):
+            self._heartbeat()
+            self._maybe_rekick()
+            running = {t: j for t, j in running.items() if t.is_alive()}
+            job = leases.claim(self.name, self.device) if len(running) < self.jobs_in_flight else None
+            if job is not None:
+                thread = threading.Thread(target=self._job_thread, args=(pool, job), daemon=True,
+                                          name=f"{self.name}-job-{job.id}")
+                running[thread] = job
+                self.peak_in_flight = max(self.peak_in_flight, len(running))
+                thread.start()
+                continue
+            if once and not running:
+                break
+            self._sleep(0.05 if running else self.poll_seconds)
+        self.stopping = True
+        for thread, job in running.items():
+            if thread.is_alive():
+                _with_retries(lambda job=job: leases.release(job, self.name))
+        return self.jobs_done
+
+    def _job_thread(self, pool, job: EvaluationJob) -> None:
+        try:
+            self.run_job(pool, job)
+        except WorkerStopping:
+            pass
+        finally:
+            close_old_connections()
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -131,7 +171,7 @@ class EvaluationWorker:
 
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
-        if self._in_job:
+        if self._in_job and self.jobs_in_flight == 1:  # pipelined: the main loop hands the jobs back
             raise WorkerStopping(f"signal {signum}")
 
     def _sleep(self, seconds: float) -> None:
@@ -149,6 +189,8 @@ class EvaluationWorker:
             self._in_job = True
             try:
                 result = self._evaluate(pool, job)
+                if self.stopping and self.jobs_in_flight > 1:
+                    raise WorkerStopping("stopping")  # handed back already: record nothing
             finally:
                 self._in_job = False
         except WorkerStopping:
@@ -162,8 +204,12 @@ class EvaluationWorker:
                 reason = f"the problem failed validation: {exc}"
                 _with_retries(lambda: _fail_now(job, reason))
                 return
-            log.exception("%s: job %s could not run", self.name, job.id)
-            error = f"the runner failed: {exc}"
+            if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
+                log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
+                error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
+            else:
+                log.exception("%s: job %s could not run", self.name, job.id)
+                error = f"the runner failed: {exc}"
             _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
             return
         renewer.stop()

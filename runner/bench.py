@@ -5,7 +5,9 @@
   on CUDA (softmax 4096x65536 fp32: eager ~1.05 ms on an H200);
 - compile: seconds to import and build the kernel (NVRTC through cupy on CUDA, the system
   C compiler on CPU), median over the throughput run;
-- repeatability: the same kernel evaluated 5 times, spread of the medians (max-min)/min;
+- repeatability: the same kernel evaluated 5 times, spread of the medians (max-min)/min, with
+  the SM clock before and after each timed measurement, its tries and why it was noisy
+  (`repeats` such measurements in a row; `throughput=False` skips the throughput part);
 - agreement: the runner's median against triton.testing.do_bench's (CUDA only).
 """
 
@@ -151,7 +153,8 @@ def kernel_source(device: str) -> str:
     return CUDA_SOFTMAX_KERNEL if device == "cuda" else CPU_SOFTMAX_KERNEL
 
 
-def run(device: str = "cpu", pool_size: int | None = None, candidates: int | None = None) -> dict:
+def run(device: str = "cpu", pool_size: int | None = None, candidates: int | None = None, *,
+        repeats: int = 1, throughput: bool = True) -> dict:
     pool_size = pool_size or (8 if device == "cuda" else 1)
     workers = 4 if device == "cuda" else 1  # evaluations in flight, as several workers would run
     candidates = candidates or (30 if device == "cuda" else 6)
@@ -166,37 +169,55 @@ def run(device: str = "cpu", pool_size: int | None = None, candidates: int | Non
         report["environment"] = validation["environment"]
         report["baseline"] = validation["baseline"]
 
-        repeat = [pool.evaluate(problem, kernel, seed=100 + i) for i in range(5)]
-        _all_correct(repeat)
-        medians = [r["timing"]["median_ms"] for r in repeat]
-        report["repeat_medians_ms"] = medians
-        report["repeat_spread"] = (max(medians) - min(medians)) / min(medians)
-
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=workers) as executor:
-            results = list(executor.map(lambda i: pool.evaluate(problem, kernel, seed=1000 + i), range(candidates)))
-        elapsed = time.monotonic() - started
-        _all_correct(results)
-        report["throughput"] = {"candidates": candidates, "seconds": elapsed,
-                                "per_minute": candidates * 60.0 / elapsed,
-                                "seconds_per_candidate": elapsed / candidates, "in_flight": workers}
-        report["phases_mean_s"] = {
-            name: statistics.fmean(r["phases"].get(name, 0.0) for r in results)
-            for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "sandbox_s")}
-        report["compile_s_median"] = statistics.median(r["compile"]["seconds"] for r in results)
-        report["compile_s_max"] = max(r["compile"]["seconds"] for r in results)
+        report["repeatability"] = [repeatability(pool, problem, kernel, 100 + 10 * i) for i in range(repeats)]
+        medians = report["repeatability"][-1]["medians_ms"]
+        report["repeat_medians_ms"], report["repeat_spread"] = medians, report["repeatability"][-1]["spread"]
         report["kernel_median_ms"] = statistics.median(medians)
-        report["speedup_vs_eager"] = repeat[0]["speedup_vs_eager"]
-        report["speedup_vs_compile"] = repeat[0]["speedup_vs_compile"]
+        report["speedup_vs_eager"], report["speedup_vs_compile"] = report["repeatability"][0].pop("speedups")
+        if throughput:
+            _throughput(report, pool, problem, kernel, workers, candidates)
         if device == "cuda":
-            sandbox = pool.take()
-            outcome = sandbox.run({"job": "do_bench", "device": device, "seed": 0, "problem_source": problem,
-                                   "kernel_source": kernel}, 300)
-            agreement = outcome.result or {"error": outcome.reason, "stderr": outcome.stderr[-1500:]}
-            report["do_bench"] = agreement
-            if outcome.result and outcome.result.get("do_bench_ms"):
-                report["do_bench_diff"] = (report["kernel_median_ms"] - agreement["do_bench_ms"]) / agreement["do_bench_ms"]
+            _agreement(report, pool, device, problem, kernel)
     return report
+
+
+def repeatability(pool, problem: str, kernel: str, seed: int) -> dict:
+    """The same kernel evaluated 5 times: the spread of the medians, and per evaluation the SM
+    clock (MHz) before and after its last timed try, how many tries it took, and any noise."""
+    results = [pool.evaluate(problem, kernel, seed=seed + i) for i in range(5)]
+    _all_correct(results)
+    medians = [r["timing"]["median_ms"] for r in results]
+    last = [r["measurements"][-1] if r["measurements"] else {} for r in results]
+    return {"medians_ms": medians, "spread": (max(medians) - min(medians)) / min(medians),
+            "sm_mhz": [m.get("sm_mhz") for m in last], "tries": [len(r["measurements"]) for r in results],
+            "samples": [r["timing"]["n"] for r in results], "noisy": [r["noisy"] for r in results],
+            "speedups": (results[0]["speedup_vs_eager"], results[0]["speedup_vs_compile"])}
+
+
+def _throughput(report, pool, problem, kernel, workers, candidates) -> None:
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers) as executor:
+        results = list(executor.map(lambda i: pool.evaluate(problem, kernel, seed=1000 + i), range(candidates)))
+    elapsed = time.monotonic() - started
+    _all_correct(results)
+    report["throughput"] = {"candidates": candidates, "seconds": elapsed,
+                            "per_minute": candidates * 60.0 / elapsed,
+                            "seconds_per_candidate": elapsed / candidates, "in_flight": workers}
+    report["phases_mean_s"] = {
+        name: statistics.fmean(r["phases"].get(name, 0.0) for r in results)
+        for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "sandbox_s")}
+    report["compile_s_median"] = statistics.median(r["compile"]["seconds"] for r in results)
+    report["compile_s_max"] = max(r["compile"]["seconds"] for r in results)
+
+
+def _agreement(report, pool, device, problem, kernel) -> None:
+    sandbox = pool.take()
+    outcome = sandbox.run({"job": "do_bench", "device": device, "seed": 0, "problem_source": problem,
+                           "kernel_source": kernel}, 300)
+    agreement = outcome.result or {"error": outcome.reason, "stderr": outcome.stderr[-1500:]}
+    report["do_bench"] = agreement
+    if outcome.result and outcome.result.get("do_bench_ms"):
+        report["do_bench_diff"] = (report["kernel_median_ms"] - agreement["do_bench_ms"]) / agreement["do_bench_ms"]
 
 
 def _all_correct(results: list[dict]) -> None:
@@ -215,14 +236,21 @@ def table(report: dict) -> str:
                                            f"{_ms(report['baseline']['compile_ms'])}"),
         ("kernel median (5 evaluations)", _ms(report["kernel_median_ms"])),
         ("speedup vs eager / compile", f"{_x(report['speedup_vs_eager'])} / {_x(report['speedup_vs_compile'])}"),
-        ("repeatability: spread of 5 medians", f"{report['repeat_spread'] * 100:.2f}% (target <= 2%)"),
-        ("compile (import + build) median / max", f"{report['compile_s_median']:.3f} s / {report['compile_s_max']:.3f} s"),
-        ("throughput", f"{report['throughput']['per_minute']:.1f} candidates/min "
-                       f"({report['throughput']['candidates']} in {report['throughput']['seconds']:.1f} s, "
-                       f"pool {report['pool']}, {report['throughput']['in_flight']} in flight)"),
-        ("phases per candidate (mean)", ", ".join(f"{k[:-2]} {v:.2f}s" for k, v in report["phases_mean_s"].items())),
-        ("validate (first, with baselines)", f"{report['validate_s']:.1f} s"),
     ]
+    for i, measured in enumerate(report["repeatability"], 1):
+        clocks = ", ".join("-".join(map(str, c)) if c else "n/a" for c in measured["sm_mhz"])
+        rows.append((f"repeatability {i}: spread of 5 medians", f"{measured['spread'] * 100:.2f}% (target <= 2%); "
+                     f"SM MHz {clocks}; tries {measured['tries']}; noisy {sum(1 for n in measured['noisy'] if n)}"))
+    if "throughput" in report:
+        rows += [
+            ("compile (import + build) median / max",
+             f"{report['compile_s_median']:.3f} s / {report['compile_s_max']:.3f} s"),
+            ("throughput", f"{report['throughput']['per_minute']:.1f} candidates/min "
+                           f"({report['throughput']['candidates']} in {report['throughput']['seconds']:.1f} s, "
+                           f"pool {report['pool']}, {report['throughput']['in_flight']} in flight)"),
+            ("phases per candidate (mean)",
+             ", ".join(f"{k[:-2]} {v:.2f}s" for k, v in report["phases_mean_s"].items()))]
+    rows.append(("validate (first, with baselines)", f"{report['validate_s']:.1f} s"))
     if "do_bench" in report:
         agreement = report["do_bench"]
         rows.append(("triton do_bench median", _ms(agreement.get("do_bench_ms"))))
@@ -241,7 +269,8 @@ def _x(value) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
-def main(*, device: str, pool_size: int | None, candidates: int | None, as_json: bool) -> int:
-    report = run(device, pool_size, candidates)
+def main(*, device: str, pool_size: int | None, candidates: int | None, as_json: bool, repeats: int = 1,
+         throughput: bool = True) -> int:
+    report = run(device, pool_size, candidates, repeats=repeats, throughput=throughput)
     print(json.dumps(report, indent=2, default=str) if as_json else table(report))
     return 0

@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
     bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 8 on cuda, 1 on cpu)")
     bench.add_argument("--candidates", type=int, default=None, help="candidates for the throughput run")
+    bench.add_argument("--repeats", type=int, default=1, help="repeatability measurements in a row (default 1)")
+    bench.add_argument("--no-throughput", action="store_true", help="skip the throughput part")
     bench.add_argument("--json", action="store_true")
 
     probe = commands.add_parser("probe", help="what works inside a sandbox here (uid, filter, CUDA, NVRTC, ...)")
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import bench
 
             return bench.main(device=args.device, pool_size=args.pool, candidates=args.candidates,
-                              as_json=args.json)
+                              as_json=args.json, repeats=max(1, args.repeats), throughput=not args.no_throughput)
         if args.command == "probe":
             return _probe(args.device, args.load_inline)
         problem = _read(args.problem)

@@ -4,3 +4,8 @@ class RunnerError(Exception):
 
 class ProblemInvalid(RunnerError):
     """The problem failed validation, so no kernel can be judged against it."""
+
+
+class DeviceBusy(RunnerError):
+    """The worker's device could not run the job for a reason outside the job (its memory held
+    by other work): an infrastructure failure of the worker, never a verdict on the job."""

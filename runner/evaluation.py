@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 import random
+import time
 
-from . import baselines, quarantine, schema
+from . import baselines, quarantine, schema, watchdog
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
-from .errors import ProblemInvalid, RunnerError
+from .errors import DeviceBusy, ProblemInvalid, RunnerError
 from .version import RUNNER_VERSION, SCHEMA
 
 DEVICES = ("cpu", "cuda")
 FAULTS = ("runtime_error", "crashed", "timeout", "oom")
+OOM_ATTEMPTS = 3  # a validation out of device memory is run again this many times in all
+OOM_PAUSE_S = 2.0  # between them: time for whoever holds the memory to let go
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -25,9 +28,20 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
              seed: int | None = None) -> dict:
     check_device(device)
     seed = _seed(seed)
-    result = empty_validation()
     job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
            "compile_baseline": _compile_baseline()}
+    for attempt in range(1, OOM_ATTEMPTS + 1):
+        result = _validate_once(pool, job, problem_source, device, timeout)
+        if result["status"] != "oom":
+            return result
+        if attempt < OOM_ATTEMPTS:
+            time.sleep(OOM_PAUSE_S * attempt)
+    raise DeviceBusy(f"the device ran out of memory validating the problem {OOM_ATTEMPTS} times "
+                     f"({result['reason']}); other work may hold its memory: the problem is not judged")
+
+
+def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: float) -> dict:
+    result = empty_validation()
     outcome, sandbox = _run(pool, job, timeout)
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
@@ -40,12 +54,14 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
         return result
     result["status"], result["reason"] = raw["status"], raw["reason"]
     limited = sandbox.limit_hit("runtime_error", raw["reason"]) if raw["status"] != "ok" else None
-    if limited:
-        result["reason"] = f"the problem could not be run: {limited[1]}"
-    for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes"):
+    if limited:  # the sandbox's own limit, not someone else's memory: the problem is at fault
+        result["status"], result["reason"] = "invalid", f"the problem could not be run: {limited[1]}"
+    for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes", "phases"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
-    if result["status"] == "ok":
+    result["measurements"] = sandbox.measurements.of("eager", "compile")
+    result["noisy"] = sandbox.measurements.noisy("eager", "compile")
+    if result["status"] == "ok" and not result["noisy"]:  # a noisy baseline is measured again next time
         cache_key = baselines.key(problem_source, device, result["environment"], _compile_baseline())
         baselines.store(cache_key, result)
     return result
@@ -55,7 +71,7 @@ def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
             "flops_upper_bound": None, "min_bytes": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
-            "environment": environment_of(None, None)}
+            "environment": environment_of(None, None), "phases": {}, "measurements": [], "noisy": None}
 
 
 # --- evaluate -------------------------------------------------------------------------------
@@ -81,7 +97,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result["baseline"] = dict(validation["baseline"])
 
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
-           "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library)}
+           "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
+           "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
     outcome, sandbox = _run(pool, job, timeout)
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
@@ -100,9 +117,16 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         if limited:
             result["status"], result["reason"] = limited
     result["limits"] = sandbox.describe_limits()
+    result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
+    noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
+    result["noisy"] = "; ".join(noisy) or None
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
+    if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
+        # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
+        result["quarantined"] = True
+        result["quarantine_reason"] = f"timed on a disturbed device, run it again on a quiet one: {result['noisy']}"
     if device == "cuda" and (result["status"] in ("crashed", "timeout")
                              or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
         health_check(pool)
@@ -115,7 +139,7 @@ def empty_verdict(seed: int | None) -> dict:
             "correctness": None, "timing": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
-            "log": "", "phases": {}, "limits": None}
+            "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

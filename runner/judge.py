@@ -11,18 +11,16 @@ from __future__ import annotations
 import copy
 import importlib
 import os
-import platform
 import time
 from pathlib import Path
 
 import torch
 
 from . import compile as compiling
-from . import facts
+from . import facts, machine, watchdog
 from . import problem as problems
 from . import replay as replay_
 from . import timing, verify
-from .version import RUNNER_VERSION
 
 ROOT = Path(os.environ.get("KERNELLAB_SANDBOX_ROOT", "/tmp"))
 INPUT_SETS_MAX = 8
@@ -56,57 +54,13 @@ def warm_up(device: str) -> dict:
 
     with verify.OpRecorder():
         torch.zeros(8, device=device).sum()
-    return environment(device, threads)
-
-
-def environment(device: str, threads: int) -> dict:
-    if device == "cuda":
-        name = torch.cuda.get_device_name(0)
-    else:
-        name = _cpu_name()
-    return {
-        "device_name": name,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda if device == "cuda" else None,
-        "driver": _driver_version() if device == "cuda" else None,
-        "python": platform.python_version(),
-        "runner_version": RUNNER_VERSION,
-        "threads": threads,
-        "isolation": os.environ.get("KERNELLAB_ISOLATION", "process"),
-    }
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _driver_version() -> str | None:
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text()
-        for word in text.split():
-            if word.count(".") >= 1 and word.replace(".", "").isdigit():
-                return word
-    except OSError:
-        pass
-    try:
-        import cupy
-
-        version = cupy.cuda.runtime.driverGetVersion()
-        return f"{version // 1000}.{version % 1000 // 10}"
-    except Exception:
-        return None
+    return machine.environment(device, threads)
 
 
 def run(job: dict, channel, env: dict) -> dict:
     kind = job.get("job")
     if kind == "validate":
-        return run_validate(job, env)
+        return run_validate(job, channel, env)
     if kind == "evaluate":
         return run_evaluate(job, channel, env)
     if kind == "health":
@@ -150,7 +104,7 @@ def run_do_bench(job: dict) -> dict:
 
 # --- validate ---------------------------------------------------------------------------
 
-def run_validate(job: dict, env: dict) -> dict:
+def run_validate(job: dict, channel, env: dict) -> dict:
     device, seed = job["device"], job["seed"]
     try:
         module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
@@ -170,25 +124,50 @@ def run_validate(job: dict, env: dict) -> dict:
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
-        return {"status": "invalid", "reason": f"the problem failed to run: {type(exc).__name__}: "
-                f"{compiling.first_line(str(exc))}", "log": compiling.short_traceback(exc)}
-    baseline = time_baselines(module, model, device, seed, compile_baseline=job.get("compile_baseline", True))
+        return _failed_problem(exc, "the problem failed to run")
+    # Baselines are timed as candidates are: holding the device, so no other candidate or
+    # baseline of this host runs there meanwhile.
+    phases, mark = {}, time.monotonic()
+    channel.request_device()
+    phases["device_wait_s"], began = time.monotonic() - mark, time.monotonic()
+    try:
+        baseline = time_baselines(module, model, device, seed, channel,
+                                  compile_baseline=job.get("compile_baseline", True))
+    except Exception as exc:
+        return _failed_problem(exc, "timing the problem failed")
+    ended = time.monotonic()
+    phases.update(timing_s=ended - began, timing_window=[began, ended])
     return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
-            "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env}
+            "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env,
+            "phases": phases}
 
 
-def time_baselines(module, model, device: str, seed: int, *, compile_baseline: bool = True) -> dict:
+def _failed_problem(exc: Exception, what: str) -> dict:
+    """An out-of-memory is `oom`, not `invalid`: on a shared GPU it is often another process's
+    memory, and the parent retries it rather than condemning the problem."""
+    text = f"{what}: {type(exc).__name__}: {compiling.first_line(str(exc))}"
+    status = "oom" if _out_of_memory(exc) else "invalid"
+    return {"status": status, "reason": text, "log": compiling.short_traceback(exc)}
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    lowered = str(exc).lower()
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" \
+        or "out of memory" in lowered or "can't allocate memory" in lowered
+
+
+def time_baselines(module, model, device: str, seed: int, channel, *, compile_baseline: bool = True) -> dict:
     """Eager and torch.compile timed like candidates, with PyTorch's default TF32 settings."""
     sets = input_sets(module, device, seed)
-    fn = _timer(device)
     with torch.no_grad():
-        eager = timing.summarize(fn(model, sets)["samples_ms"])["median_ms"]
+        eager = timing.summarize(measure(channel, "eager", device, model, sets)["samples_ms"])["median_ms"]
         compiled_ms, mode = None, None
         if compile_baseline:
             try:
                 compiled = torch.compile(model, mode="default")
                 compiled(*sets[0])
-                compiled_ms = timing.summarize(fn(compiled, sets)["samples_ms"])["median_ms"]
+                compiled_ms = timing.summarize(measure(channel, "compile", device, compiled, sets)["samples_ms"])[
+                    "median_ms"]
                 mode = "default"
             except Exception as exc:
                 mode = f"failed: {compiling.first_line(str(exc), 200)}"
@@ -197,6 +176,18 @@ def time_baselines(module, model, device: str, seed: int, *, compile_baseline: b
 
 def _timer(device: str):
     return timing.time_cuda if device == "cuda" else timing.time_cpu
+
+
+def measure(channel, what: str, device: str, fn, sets, **options) -> dict:
+    """One timed measurement, announced to the parent, which reads the GPU's state around it
+    (gpustate.py) and answers whether it was disturbed and is to be taken again (bounded there).
+    A wall-clock gap the events did not see is reported for the same decision, not a verdict."""
+    while True:
+        channel.send("timing", what=what, at="begin")
+        measured = _timer(device)(fn, sets, **options)
+        channel.send("timing", what=what, at="end", gap=timing.unseen_work(measured))
+        if not channel.receive().get("again"):
+            return measured
 
 
 def input_sets(module, device: str, seed: int) -> list:
@@ -217,18 +208,21 @@ def _as64(value):
 def run_evaluate(job: dict, channel, env: dict) -> dict:
     result = {"status": "correct", "reason": "", "precision": None, "compile": {"seconds": None, "log": ""},
               "correctness": None, "timing": None, "device_fault": False, "phases": {}}
+    beats = watchdog.Beats(channel.send)
     try:
-        _evaluate(job, channel, result)
+        _evaluate(job, channel, result, beats)
     except Verdict as verdict:
         result["status"], result["reason"] = verdict.status, verdict.reason
         extra = dict(verdict.extra)
         if "compile" in extra:
             result["compile"]["log"] = extra.pop("compile")["log"]
         result.update(extra)
+    finally:
+        beats.stop()
     return result
 
 
-def _evaluate(job: dict, channel, result: dict) -> None:
+def _evaluate(job: dict, channel, result: dict, beats) -> None:
     device, seed, allow_library = job["device"], job["seed"], job["allow_library"]
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.backends.cuda.matmul.allow_tf32 = False  # the correctness reference runs without TF32
@@ -246,10 +240,9 @@ def _evaluate(job: dict, channel, result: dict) -> None:
     if "cpp_extension" in job["kernel_source"]:
         counter.install_extension_hook()
     phases, mark = result["phases"], _perf_counter()
-    new = _build_candidate(job, module, init, seed, device, reference, result)
+    new = beats.wrap(_build_candidate(job, module, init, seed, device, reference, result))
     phases["build_s"], mark = _perf_counter() - mark, _perf_counter()
-    if device == "cuda":
-        channel.request_device()
+    channel.request_device()
     phases["device_wait_s"], mark = _perf_counter() - mark, _perf_counter()
     _guard(guarded)
     counter.wrap_extensions()
@@ -293,7 +286,7 @@ def _evaluate(job: dict, channel, result: dict) -> None:
                       f"(1 allowed; PyTorch's fp32 gets {_fmt(worst['ref_fp32_err'])}), "
                       f"max abs error {_fmt(worst['max_abs_err'])}")
     result["timing"] = _time_candidate(module, new, device, seed, reference, truth_model, run_candidate,
-                                       atol, rtol, guarded)
+                                       atol, rtol, guarded, channel)
     phases["timing_s"] = _perf_counter() - mark
 
 
@@ -416,7 +409,7 @@ def _truth(truth_model, reference, inputs) -> list:
         return problems.as_outputs(reference(*verify.copies(inputs)))
 
 
-def _time_candidate(module, new, device, seed, reference, truth_model, run_candidate, atol, rtol, guarded):
+def _time_candidate(module, new, device, seed, reference, truth_model, run_candidate, atol, rtol, guarded, channel):
     sets = input_sets(module, device, seed)
     # judging: timed calls' outputs checked over the whole loop (runner/replay.py), plain and dense
     replay = replay_.LateReplay(replay_.TruthCheck(lambda x: _truth(truth_model, reference, x),
@@ -428,7 +421,7 @@ def _time_candidate(module, new, device, seed, reference, truth_model, run_candi
 
     try:
         with torch.no_grad():
-            measured = _timer(device)(call, sets, on_output=replay.see)
+            measured = measure(channel, "candidate", device, call, sets, on_output=replay.see)
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     _guard(guarded)
@@ -442,9 +435,6 @@ def _time_candidate(module, new, device, seed, reference, truth_model, run_candi
         raise Verdict("incorrect", f"timed call {wrong[0]} of {len(measured['samples_ms'])} returned a wrong result "
                       f"(err {_fmt(wrong[1])}) on its inputs; results must be computed on every call, not cached "
                       f"or replayed ({len(replay.checked)} timed calls checked)")
-    unseen = timing.unseen_work(measured)
-    if unseen:
-        raise Verdict("rejected", unseen)
     stats = timing.summarize(measured["samples_ms"])
     return stats
 
@@ -463,8 +453,7 @@ def _classify(exc: BaseException, *, during: str) -> Verdict:
         return exc
     if isinstance(exc, verify.Rejected):
         return Verdict("rejected", text)
-    if isinstance(exc, MemoryError) or "out of memory" in lowered or "can't allocate memory" in lowered \
-            or type(exc).__name__ == "OutOfMemoryError":
+    if _out_of_memory(exc):
         return Verdict("oom", f"out of memory while {during}: {compiling.first_line(text, 200)}")
     # judging: Triton compiles on the first launch, in forward; its errors are compile errors all the same
     if (during == "building the kernel" or compiling.is_lazy_compile_error(exc)) and compiling.is_compile_error(exc):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from . import compile as compiling
 from . import evaluation
@@ -25,9 +26,16 @@ class Pool:
         self._lock = threading.Lock()
         self._closed = False
         self.environment: dict | None = None
+        # Every sandbox is started from this one thread, which lives as long as the pool:
+        # bubblewrap's --die-with-parent fires when the *thread* that started it exits, so a
+        # sandbox started from a job's thread would be killed when that job ends.
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-starter")
         remove_stale_folders()
         for _ in range(self.size):
-            self._warm.append(Sandbox(device, threads))
+            self._warm.append(self._new())
+
+    def _new(self) -> Sandbox:
+        return self._starter.submit(Sandbox, self.device, self.threads).result()
 
     def take(self) -> Sandbox:
         with self._lock:
@@ -35,8 +43,8 @@ class Pool:
                 raise RunnerError("the pool is closed")
             sandbox = self._warm.popleft() if self._warm else None
             if self.size:
-                self._warm.append(Sandbox(self.device, self.threads))
-        return sandbox or Sandbox(self.device, self.threads)
+                self._warm.append(self._new())
+        return sandbox or self._new()
 
     def current_environment(self) -> dict:
         """The environment sandboxes report here (device, versions), learnt from the first
@@ -44,17 +52,20 @@ class Pool:
         if self.environment is not None:
             return self.environment
         for _ in range(2):
+            # Out of the pool while it is waited on: a job taking it meanwhile would share its
+            # messages with this wait (and lose its verdict to it).
             with self._lock:
-                if not self._warm:
-                    self._warm.append(Sandbox(self.device, self.threads))
-                sandbox = self._warm[0]
+                sandbox = self._warm.popleft() if self._warm else self._new()
             environment = sandbox.wait_ready()
             if environment is not None:
                 self.environment = evaluation.environment_of(sandbox, None)
+                with self._lock:
+                    if not self._closed:
+                        self._warm.appendleft(sandbox)
+                        sandbox = None
+                if sandbox is not None:
+                    sandbox.discard()
                 return self.environment
-            with self._lock:
-                if sandbox in self._warm:
-                    self._warm.remove(sandbox)
             sandbox.discard()
         raise RunnerError(f"no sandbox could start on {self.device}: {compiling.first_line(sandbox.stderr[-2000:])}")
 
@@ -80,6 +91,7 @@ class Pool:
             warm, self._warm = list(self._warm), collections.deque()
         for sandbox in warm:
             sandbox.discard()
+        self._starter.shutdown(wait=False)
 
     def __enter__(self) -> "Pool":
         return self

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import queue
@@ -32,7 +31,8 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import gpumem, isolation, limits, schema
+from . import gpumem, gpustate, isolation, limits, schema, watchdog
+from .devicelock import DeviceLock
 from .errors import RunnerError
 
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -48,9 +48,6 @@ PASS_THROUGH = (
     # keep NVLink multicast off wherever it is off (it can take a shared host's GPUs down)
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
-
-_device_lock = threading.Lock()
-
 
 class SandboxOutcome:
     """What came back from one run: the verdict dict, or why there is none."""
@@ -151,6 +148,7 @@ class Sandbox:
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
         self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
         self.gpu_exceeded_mb: int | None = None
+        self.measurements = gpustate.Measurements(None)
         try:
             self._start()
         except BaseException:
@@ -281,10 +279,21 @@ class Sandbox:
             if self.gpu_cap_mb:
                 watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
             self._send({**job, "nonce": nonce})
+            calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
+            # what the GPU did while each measurement was timed
+            self.measurements = gpustate.Measurements(gpustate.source_for(self.device, ready))
             while True:
                 try:
-                    message = self.messages.get(timeout=max(0.01, deadline - time.monotonic()))
+                    wake = min(deadline, calls.check_at())
+                    message = self.messages.get(timeout=max(0.01, wake - time.monotonic()))
                 except queue.Empty:
+                    message = "waited"
+                overdue = calls.overdue(time.monotonic())
+                if overdue:
+                    return self._stopped(began, overdue)
+                if message == "waited":
+                    if time.monotonic() < deadline:
+                        continue
                     return self._no_verdict(began, timed_out=True)
                 if message is None:
                     return self._no_verdict(began, timed_out=False)
@@ -294,7 +303,13 @@ class Sandbox:
                                           stdout=self.stdout, stderr=self.stderr, seconds=time.monotonic() - began)
                 if message.get("nonce") != nonce:
                     continue
-                if message.get("kind") == "device" and lock is None:
+                if message.get("kind") == "beat":
+                    calls.beat(message, time.monotonic())
+                elif message.get("kind") == "timing":
+                    reply = self.measurements.on_timing(message)
+                    if reply is not None:
+                        self._send(reply)
+                elif message.get("kind") == "device" and lock is None:
                     waited = time.monotonic()
                     lock = DeviceLock(self.device).acquire()
                     deadline += time.monotonic() - waited
@@ -310,6 +325,11 @@ class Sandbox:
             if lock is not None:
                 lock.release()
             self.cleanup()
+
+    def _stopped(self, began: float, reason: str) -> SandboxOutcome:
+        self.kill()
+        return SandboxOutcome(status="timeout", reason=reason, stdout=self.stdout, stderr=self.stderr,
+                              seconds=time.monotonic() - began)
 
     def _gpu_exceeded(self, used_mb: int) -> None:
         self.gpu_exceeded_mb = used_mb
@@ -461,29 +481,3 @@ class _Tail:
         skipped = self.total - len(self.head) - len(self.tail)
         middle = f"\n... ({skipped} bytes not kept) ...\n" if skipped > 0 else ""
         return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode(errors="replace")
-
-
-class DeviceLock:
-    """Nothing else runs on a GPU while a candidate is judged there: a lock inside this
-    process and a file lock across processes (several workers on one host)."""
-
-    def __init__(self, device: str):
-        self.device = device
-        self._file = None
-
-    def acquire(self) -> "DeviceLock":
-        if self.device != "cuda":
-            return self
-        _device_lock.acquire()
-        which = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "all"
-        self._file = open(os.path.join(tempfile.gettempdir(), f"kernellab-gpu-{which}.lock"), "w")
-        fcntl.flock(self._file, fcntl.LOCK_EX)
-        return self
-
-    def release(self) -> None:
-        if self.device != "cuda" or self._file is None:
-            return
-        fcntl.flock(self._file, fcntl.LOCK_UN)
-        self._file.close()
-        self._file = None
-        _device_lock.release()

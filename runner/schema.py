@@ -157,14 +157,15 @@ def _timing(raw) -> dict | None:
 # --- validation and environment -------------------------------------------------------------
 
 VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "flops_upper_bound", "min_bytes", "baseline",
-                   "environment", "log")
-ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation")
+                   "environment", "log", "phases")
+ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation",
+                    "device_uuid")
 
 
 def validation(raw) -> dict:
     raw = _dict(raw, "the validation", VALIDATION_KEYS)
     status = raw.get("status")
-    if status not in ("ok", "invalid"):
+    if status not in ("ok", "invalid", "oom"):  # oom: retried by the parent, never stored
         raise Malformed(f"status {str(status)[:40]!r} is not a validation status")
     clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000),
              "family": _text(raw.get("family"), "family", 64, optional=True),
@@ -193,8 +194,20 @@ def validation(raw) -> dict:
             "compile_ms": _number(base.get("compile_ms"), "baseline.compile_ms", optional=True, positive=True,
                                   high=3.6e6),
             "compile_mode": _text(base.get("compile_mode"), "baseline.compile_mode", 300, optional=True)}
+    clean["phases"] = _validation_phases(raw.get("phases") or {})
     if status == "ok" and not clean["baseline"].get("eager_ms"):
         raise Malformed("an ok validation without an eager baseline")
+    return clean
+
+
+def _validation_phases(raw) -> dict:
+    raw = _dict(raw, "phases", ("device_wait_s", "timing_s", "timing_window"))
+    clean = {k: _number(raw[k], f"phases.{k}", high=86400) for k in ("device_wait_s", "timing_s") if k in raw}
+    window = raw.get("timing_window")
+    if window is not None:
+        if not isinstance(window, list) or len(window) != 2:
+            raise Malformed("phases.timing_window is not [began, ended]")
+        clean["timing_window"] = [_number(t, "phases.timing_window[]", high=1e12) for t in window]
     return clean
 
 

@@ -1,8 +1,11 @@
 """Timing of one callable, the same way for candidates and baselines.
 
 CUDA: device events around each call, the L2 cache flushed before each call (as
-triton.testing.do_bench does), a device-wide synchronize before the clock stops, and a
-wall clock around the same span to catch work the events miss (side streams, threads).
+triton.testing.do_bench does), then a short device-side wait, so that the call is already
+queued when its start event is reached: without it the host's launch latency (tens of µs,
+and different from one process to the next) falls inside the timed window whenever it is
+longer than the flush. A device-wide synchronize before the clock stops, and a wall clock
+around the same span to catch work the events miss (side streams, threads).
 CPU: the monotonic clock around each call, with the thread count fixed by the sandbox.
 
 Each timed call gets the next of several distinct input sets, so a kernel that caches its
@@ -20,6 +23,7 @@ MIN_REPS = 10
 MAX_REPS = 500
 WARMUP_S = 0.05
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 60 MB of L2; do_bench uses the same
+LAUNCH_COVER_CYCLES = 400_000  # ~0.2 ms at 2 GHz: longer than a forward's host-side launch
 
 _perf_counter = time.perf_counter  # captured before any candidate is imported
 
@@ -115,6 +119,7 @@ def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) ->
         t0 = _perf_counter()
         ev[0].record(stream)
         flush.zero_()
+        torch.cuda._sleep(LAUNCH_COVER_CYCLES)
         ev[1].record(stream)
         out = fn(*inputs)
         ev[2].record(stream)

@@ -80,7 +80,7 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     run = BenchmarkRun.objects.create(
         kernel=kernel, job=job, purpose=job.purpose, status=status, reason=reason,
         quarantined=bool(result.get("quarantined")), quarantine_reason=result.get("quarantine_reason") or "",
-        seed=result.get("seed"), precision=result.get("precision") or "",
+        noisy_reason=str(result.get("noisy") or "")[:2000], seed=result.get("seed"), precision=result.get("precision") or "",
         compile_seconds=compile_info.get("seconds"), compile_log=compile_info.get("log") or "",
         correctness=result.get("correctness"), timing=result.get("timing"), baseline=result.get("baseline"),
         environment=environment, median_ms=timing.get("median_ms") if status == Verdict.CORRECT else None,

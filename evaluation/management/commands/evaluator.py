@@ -23,12 +23,15 @@ class Command(BaseCommand):
                                  "jobs the previous run held; a second live evaluator under one name is refused.")
         parser.add_argument("--pool-size", type=int, default=None,
                             help=f"warm sandboxes to keep (default: RUNNER_POOL_SIZE, now {settings.RUNNER_POOL_SIZE})")
+        parser.add_argument("--jobs-in-flight", type=int, default=None,
+                            help="jobs run at once, building while one holds the device (default: "
+                                 f"RUNNER_JOBS_IN_FLIGHT, now {settings.RUNNER_JOBS_IN_FLIGHT})")
         parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks at an empty queue")
         parser.add_argument("--rekick-seconds", type=float, default=60.0,
                             help="how often to re-kick active searches whose orchestration went quiet, e.g. after "
                                  "a task worker was killed (default 60; 0: never)")
 
-    def handle(self, *args, device, once, name, pool_size, poll, rekick_seconds, **options):
+    def handle(self, *args, device, once, name, pool_size, poll, rekick_seconds, jobs_in_flight=None, **options):
         device = device or settings.RUNNER_DEVICE
         if device not in Device.values:
             raise CommandError(f"RUNNER_DEVICE={device!r} is not a device KernelLab knows: use cpu or cuda.")
@@ -37,9 +40,11 @@ class Command(BaseCommand):
             raise CommandError("--pool-size must be at least 1.")
         name = name.strip() or default_name(device)
         logging.getLogger("searches").setLevel(logging.INFO)
+        in_flight = max(1, jobs_in_flight or settings.RUNNER_JOBS_IN_FLIGHT)
         worker = EvaluationWorker(name=name, device=device, pool_size=pool_size, poll_seconds=poll,
-                                  rekick_seconds=rekick_seconds)
-        self.stderr.write(f"evaluator {name}: serving {device} jobs with {pool_size} warm sandbox(es)")
+                                  rekick_seconds=rekick_seconds, jobs_in_flight=in_flight)
+        self.stderr.write(f"evaluator {name}: serving {device} jobs with {pool_size} warm sandbox(es), "
+                          f"{in_flight} in flight")
         try:
             done = worker.run(once=once)
         except NameInUse as error:
