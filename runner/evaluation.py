@@ -17,6 +17,9 @@ from .errors import DeviceBusy, ProblemInvalid, RunnerError
 from .version import RUNNER_VERSION, SCHEMA
 
 DEVICES = ("cpu", "cuda")
+# How a correct result timed on a disturbed device begins its quarantine reason: the app lifts
+# such a quarantine on a quiet rerun (searches.services.kernels).
+NOISY_QUARANTINE = "timed on a disturbed device"
 FAULTS = ("runtime_error", "crashed", "timeout", "oom")
 OOM_ATTEMPTS = 3  # a validation out of device memory is run again this many times in all
 OOM_PAUSE_S = 2.0  # between them: time for whoever holds the memory to let go
@@ -126,7 +129,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
         # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
         result["quarantined"] = True
-        result["quarantine_reason"] = f"timed on a disturbed device, run it again on a quiet one: {result['noisy']}"
+        result["quarantine_reason"] = f"{NOISY_QUARANTINE}, run it again on a quiet one: {result['noisy']}"
     if device == "cuda" and (result["status"] in ("crashed", "timeout")
                              or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
         health_check(pool)

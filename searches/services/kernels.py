@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
+from runner.evaluation import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 
@@ -90,7 +91,13 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     job.status = EvaluationJob.Status.DONE
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "finished_at"])
-    if job.purpose == EvaluationJob.Purpose.RERUN:
+    if job.purpose == EvaluationJob.Purpose.RERUN and _only_noise_held_it_back(kernel, run):
+        # A quiet rerun replaces a timing a disturbed device spoiled: its figures stand, unverified.
+        kernel.quarantined, kernel.verified = False, False
+        kernel.median_ms = run.median_ms
+        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
+        kernel.save(update_fields=["quarantined", "verified", "median_ms", "speedup_vs_eager", "speedup_vs_compile"])
+    elif job.purpose == EvaluationJob.Purpose.RERUN:
         kernel.verified = _kernel_reproduced(kernel, run)
         kernel.save(update_fields=["verified"])
     else:
@@ -102,6 +109,8 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
         kernel.evaluated_at = timezone.now()
         kernel.save(update_fields=["status", "reason", "quarantined", "median_ms", "speedup_vs_eager",
                                    "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
+    if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
+        _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
@@ -110,6 +119,16 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
             events.publish_search_progress(kernel.search_id)
             kick(kernel.search_id)
     return run
+
+
+def _only_noise_held_it_back(kernel: Kernel, rerun: BenchmarkRun) -> bool:
+    """The kernel is quarantined only because its timing was disturbed (the runner found nothing
+    implausible), and this rerun is correct, quiet and plausible on the same GPU model."""
+    original = kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).order_by("-id").first()
+    return (kernel.quarantined and original is not None and bool(original.noisy_reason)
+            and original.quarantine_reason.startswith(NOISY_QUARANTINE)
+            and rerun.status == Verdict.CORRECT and not rerun.quarantined and not rerun.noisy_reason
+            and bool(rerun.median_ms) and (not kernel.device_name or rerun.device_name == kernel.device_name))
 
 
 def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
@@ -135,6 +154,10 @@ def kernel_request_rerun(*, kernel: Kernel, user) -> EvaluationJob:
                                  status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
     if waiting is not None:
         return waiting
+    return _queue_rerun(kernel)
+
+
+def _queue_rerun(kernel: Kernel) -> EvaluationJob:
     used = set(kernel.runs.values_list("seed", flat=True))
     seed = random.SystemRandom().randrange(1, 2**62)
     while seed in used:
