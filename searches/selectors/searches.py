@@ -153,9 +153,11 @@ def search_idea_stats(tree: dict) -> list[dict]:
         done = [k for k in kernels if k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)]
         correct = [k for k in done if k["status"] == Verdict.CORRECT]
         speedups = [k["speedup_vs_eager"] for k in correct if k["speedup_vs_eager"] is not None]
+        repairs = [k for k in done if k["origin"] == Kernel.Origin.REPAIR]
         stats.append({
             "idea": idea, "kernels": len(kernels), "evaluated": len(done), "correct": len(correct),
             "rate": (len(correct) / len(done)) if done else None, "best_speedup": max(speedups, default=None),
+            "repairs": len(repairs), "repairs_fixed": sum(k["status"] == Verdict.CORRECT for k in repairs),
         })
     stats.sort(key=lambda s: (s["rate"] is None, -(s["rate"] or 0), -s["evaluated"]))
     return stats

@@ -49,6 +49,18 @@ def test_idea_outcomes_split_correct_failed_and_waiting(search):
         {"title": "Tile <it>", "correct": 1, "failed": 1, "waiting": 1, "best": 2.0}]
 
 
+def test_each_ideas_repairs_count_how_many_came_back_correct(client, search):
+    idea, crash = search.ideas.get(), search.kernels.get(name="crash")
+    d.kernel(problem=search.problem, search=search, idea=idea, parent=crash, origin="repair", repair_of=crash,
+             name="fixed")
+    d.kernel(problem=search.problem, search=search, idea=idea, parent=crash, origin="repair", status="incorrect",
+             name="still wrong")
+    [stats] = selectors.search_idea_stats(selectors.search_tree(search=search))
+    assert (stats["repairs"], stats["repairs_fixed"]) == (2, 1)
+    html = client.get(reverse("search_insights", args=[search.code])).content.decode()
+    assert '<td class="num">1/2</td>' in html
+
+
 def test_the_page_and_its_live_fragment_draw_both_charts_and_the_provenance(client, search):
     for url in (reverse("search_detail", args=[search.code]), reverse("search_insights", args=[search.code])):
         html = client.get(url).content.decode()
