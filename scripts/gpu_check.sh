@@ -5,7 +5,8 @@
 # $OUT (probe.json, sandbox-probe.json, gpu-tests.xml, gpu-tests.log, bench.json, bench.txt).
 # Without bubblewrap installed, a bubblewrap .deb in ../.whl or .whl is unpacked to /tmp/bwrap.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_check.sh [--no-tests] [--no-bench]
-#   GPU_TESTS=tests/runner/test_gpu.py limits the tests to one file.
+#   GPU_TESTS=tests/runner/test_gpu.py limits the tests to one file; GPU_PYTEST_ARGS adds pytest options
+#   (e.g. "-n 4": the runner's sandboxes take their own slots, and timing waits for the device lock).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernellab-gpu-check}
 mkdir -p "$OUT"
@@ -49,7 +50,7 @@ cat "$OUT/sandbox-probe.json"
 
 status=0
 if [ "$run_tests" = 1 ]; then
-  "$PY" -m pytest -p no:django -p no:playwright -p no:cacheprovider ${GPU_TESTS:-tests/runner} -m gpu -q -rA \
+  "$PY" -m pytest -p no:django -p no:playwright -p no:cacheprovider ${GPU_TESTS:-tests/runner} -m gpu -q -rA ${GPU_PYTEST_ARGS:-} \
       --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
   status=${PIPESTATUS[0]}
 fi
