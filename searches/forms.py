@@ -132,6 +132,9 @@ class SearchKnobs(forms.Form):
                                          help_text="Each gets the runner's verdict, reason and log (LLM only).")
     stale_rounds = forms.IntegerField(min_value=0, max_value=50, initial=0, required=False, label="Stop after rounds without gain",
                                       help_text="0: run every round.")
+    sol_stop_percent = forms.IntegerField(min_value=0, max_value=100, initial=0, required=False,
+                                          label="Stop a branch at % of speed of light",
+                                          help_text="e.g. 90: a kernel at 90% of its floor gets no more ideas; 0: never.")
     allow_library = forms.BooleanField(required=False, label="Allow library calls (cuBLAS, torch ops) in kernels")
     max_candidates = forms.IntegerField(min_value=1, required=False, label="Budget: candidates")
     max_tokens = forms.IntegerField(min_value=1, required=False, label="Budget: tokens")
@@ -139,7 +142,8 @@ class SearchKnobs(forms.Form):
 
     def search_fields(self) -> dict:
         data = dict(self.cleaned_data)
-        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0)):
+        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0),
+                             ("sol_stop_percent", 0)):
             if data.get(key) in (None, ""):
                 data[key] = default
         return data

@@ -132,6 +132,8 @@ class Search(models.Model):
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).
     stale_rounds = models.PositiveSmallIntegerField(default=0)
+    # A branch whose kernel reaches this % of its speed of light gets no more ideas (0: never stop).
+    sol_stop_percent = models.PositiveSmallIntegerField(default=0)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)

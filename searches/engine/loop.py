@@ -33,6 +33,7 @@ from evaluation import queue
 from live import events
 from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
 from searches.models import Idea, Kernel, ProposerCall, Search, Verdict
+from searches.selectors.kernels import speed_of_light
 from searches.selectors.searches import search_planned_candidates
 
 from . import context, lease, records
@@ -311,8 +312,11 @@ def _start_next_round(search_id: int) -> bool:
             return True
         parents = choose_parents(search)
         if not parents:
-            records.finish(search_id, Search.Status.COMPLETED,
-                    f"stopped after round {finished}: no correct kernel to build on")
+            reason = f"stopped after round {finished}: no correct kernel to build on"
+            if search.sol_stop_percent and at_speed_of_light(search):
+                reason = (f"every branch reached {search.sol_stop_percent}% of its speed of light after round "
+                          f"{finished}")
+            records.finish(search_id, Search.Status.COMPLETED, reason)
             return True
         search.current_round = finished + 1
         search.round_parents = {**(search.round_parents or {}), str(search.current_round): {"parents": parents, "asked": []}}
@@ -363,13 +367,29 @@ def _has_unimplemented_ideas(search: Search) -> bool:
 def choose_parents(search: Search) -> list[int]:
     """The next round's parents: the B fastest correct kernels so far, plus a bank of up to
     `bank_size` more good ones that were never a parent yet (so earlier promising branches get
-    explored too). Quarantined (implausibly fast) kernels are never built on."""
-    correct = list(
-        Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False)
-        .order_by("median_ms", "id")
-        .values_list("id", flat=True)
-    )
+    explored too). Quarantined (implausibly fast) kernels are never built on, nor a kernel that
+    reached the search's speed-of-light stop (its branch is done)."""
+    done = at_speed_of_light(search)
+    correct = [kid for kid in
+               Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False)
+               .order_by("median_ms", "id").values_list("id", flat=True) if kid not in done]
     top = correct[: search.parents_per_round]
     used = {pid for plan in (search.round_parents or {}).values() for pid in plan.get("parents", [])}
     bank = [kid for kid in correct[search.parents_per_round:] if kid not in used][: search.bank_size]
     return top + bank
+
+
+def at_speed_of_light(search: Search) -> set[int]:
+    """The correct kernels at or past `sol_stop_percent` of their floor (none when the stop is off
+    or the GPU's ceilings or the problem's work are unknown)."""
+    if not search.sol_stop_percent:
+        return set()
+    rows = Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
+                                 ).values("id", "status", "device_name", "precision", "median_ms")
+    done = set()
+    for row in rows:
+        sol = speed_of_light(search.problem, row)
+        # A floor from an upper-bound FLOP count is too high to stop on.
+        if sol and not sol["upper_bound"] and sol["fraction"] * 100 >= search.sol_stop_percent:
+            done.add(row["id"])
+    return done

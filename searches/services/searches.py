@@ -24,6 +24,7 @@ SEARCH_KNOB_LIMITS = {
     "bank_size": (0, 50),
     "repair_attempts": (0, 5),
     "stale_rounds": (0, 50),
+    "sol_stop_percent": (0, 100),
 }
 
 
@@ -82,13 +83,14 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1, language: str = "", stale_rounds: int = 0) -> Search:
+                 repair_attempts: int = 1, language: str = "", stale_rounds: int = 0,
+                 sol_stop_percent: int = 0) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
                  max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
-                 language=language or "", stale_rounds=stale_rounds)
+                 language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     search = Search.objects.create(
