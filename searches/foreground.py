@@ -95,8 +95,12 @@ class EngineThread:
         self.thread = threading.Thread(target=orchestrate, args=(search_id, self.wake), daemon=True)
         self.thread.start()
 
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+    def died(self) -> bool:
+        """The thread ended while the search is still active: nothing would advance it. (It ends
+        on its own once the search finishes; the verified reruns queued then are still to judge.)"""
+        if self.thread is None or self.thread.is_alive():
+            return False
+        return Search.objects.filter(pk=self.search_id, status__in=Search.ACTIVE).exists()
 
     def stop(self) -> None:
         self.wake.set()

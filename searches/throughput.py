@@ -32,7 +32,7 @@ def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max
             ideas_per_parent=3, kernels_per_idea=2, max_candidates=candidates, name="throughput benchmark")
         window = _Window(search, max_seconds)
         engine.start(search.id)
-        worker.wait(lambda: window.over() or _finished(search.id) or not engine.alive())
+        worker.wait(lambda: window.over() or _finished(search.id) or engine.died())
         window.close()
     return window.as_dict()
 

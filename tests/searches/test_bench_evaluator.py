@@ -1,6 +1,7 @@
 """`manage.py bench_evaluator` on CPU, end to end: its own temporary database (the configured one
 is never created), the catalog problem validated as a job, a playbook search driven by the
-engine, a real evaluator child and real sandboxes; the JSON report counts what was judged."""
+engine, a real evaluator child and real sandboxes; the JSON report counts what was judged,
+the verified reruns queued at completion included."""
 
 import json
 
@@ -24,6 +25,7 @@ def test_a_small_cpu_run_reports_what_it_judged(tmp_path):
     assert report["problem"] == "softmax-cpu"
     assert report["search_status"] == "completed"
     assert report["by_purpose"].get("search") == 2
+    assert report["by_purpose"].get("rerun", 0) >= 1  # the verified reruns queued at completion, judged too
     assert report["candidates_judged"] == sum(report["by_purpose"].values()) == sum(report["verdicts"].values())
     assert report["jobs_failed"] == 0
     assert report["wall_s"] > 0 and report["candidates_per_min"] > 0

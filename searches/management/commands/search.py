@@ -90,7 +90,7 @@ class Command(BaseCommand):
             interrupted = False
             try:
                 # A dead orchestrator thread ends the wait too: nothing would advance the search.
-                worker.wait(lambda: _search_done(search.id, progress) or not engine.alive())
+                worker.wait(lambda: _search_done(search.id, progress) or engine.died())
             except KeyboardInterrupt:
                 interrupted = True
                 self._pause(search)
