@@ -7,23 +7,19 @@ process that starts sandboxes never holds it). Progress goes to stderr, the fina
 stdout. Ctrl-C pauses the search; resume it from the dashboard.
 """
 
-import ctypes
 import os
 import signal
-import subprocess
 import sys
-import threading
 import time
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.db import close_old_connections
 
 from evaluation.worker import NameInUse, check_name_free, default_name
-from searches import catalog, selectors, services
-from searches.engine import kick, loop, records
-from searches.models import Device, EvaluationJob, Kernel, Problem, Search
+from searches import selectors, services
+from searches.foreground import EngineThread, EvaluatorChild, problem_for, validated
+from searches.models import Device, EvaluationJob, Kernel, Search
 
 
 class Command(BaseCommand):
@@ -58,7 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
-        problem = self._problem(opts["problem"])
+        problem = problem_for(opts["problem"], self.stderr.write)
         device = opts["device"] or problem.device
         proposer = opts["proposer"] or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "playbook")
         worker = EvaluatorChild(name=default_name(device) + "-search", device=device,
@@ -74,12 +70,8 @@ class Command(BaseCommand):
             self._run(problem, device, proposer, worker, progress, opts)
 
     def _run(self, problem, device, proposer, worker, progress, opts):
-        problem = self._validated(problem, worker, progress)
-
-        wake = threading.Event()
-        ours: dict = {}
-        kick.set_kicker(lambda sid: wake.set() if ours.get("id") in (None, sid) else kick.queue_advance(sid))
-        try:
+        problem = validated(problem, worker, self.stderr.write)
+        with EngineThread() as engine:
             try:
                 search = services.search_start(
                     problem=problem, user=None, proposer=proposer, model=opts["model"], effort=opts["effort"],
@@ -91,26 +83,17 @@ class Command(BaseCommand):
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
-            ours["id"] = search.id
-            wake.set()
+            engine.start(search.id)
             self.stderr.write(f"search {search.code} on {problem} ({proposer}, {device}): "
                               f"R={search.rounds} B={search.parents_per_round} I={search.ideas_per_parent} "
                               f"K={search.kernels_per_idea}")
-            orchestrator = threading.Thread(target=_orchestrate, args=(search.id, wake), daemon=True)
-            orchestrator.start()
             interrupted = False
             try:
                 # A dead orchestrator thread ends the wait too: nothing would advance the search.
-                worker.wait(lambda: _search_done(search.id, progress) or not orchestrator.is_alive())
+                worker.wait(lambda: _search_done(search.id, progress) or engine.died())
             except KeyboardInterrupt:
                 interrupted = True
                 self._pause(search)
-            finally:
-                wake.set()
-                ours["done"] = True
-                orchestrator.join(timeout=30)
-        finally:
-            kick.set_kicker(None)
         progress.close()
         search.refresh_from_db()
         self._report(search, opts["top"])
@@ -122,43 +105,6 @@ class Command(BaseCommand):
             sys.exit(1)
 
     # --- steps ---------------------------------------------------------------------------------
-
-    def _problem(self, reference: str) -> Problem:
-        problem = selectors.problem_by_reference(reference)
-        if problem is not None:
-            return problem
-        try:
-            entry = catalog.get(reference)
-        except KeyError:
-            keys = ", ".join(p.key for p in catalog.problems())
-            raise CommandError(f"No problem {reference!r}: give a problem id, code, or a catalog key ({keys}).") from None
-        self.stderr.write(f"Loading catalog problem {entry.key}")
-        return services.problem_create(user=None, name=entry.name, source=entry.source, description=entry.description,
-                                       atol=entry.atol, rtol=entry.rtol, device=entry.device, catalog_key=entry.key,
-                                       family=entry.family)
-
-    def _validated(self, problem: Problem, worker: "EvaluatorChild", progress) -> Problem:
-        waiting = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
-        if problem.validation_status in waiting:
-            if not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
-                services.problem_request_validation(problem=problem, user=None)
-            if problem.device != worker.device:
-                raise CommandError(f"{problem} waits for validation on {problem.device}; run this on a "
-                                   f"{problem.device} host (or start an evaluator there).")
-            self.stderr.write(f"Validating {problem} in a sandbox…")
-
-            def validated():
-                problem.refresh_from_db()
-                return problem.validation_status not in waiting
-
-            try:
-                worker.wait(validated)
-            except KeyboardInterrupt:
-                raise CommandError("Interrupted while validating.") from None
-        problem.refresh_from_db()
-        if problem.validation_status != Problem.Validation.OK:
-            raise CommandError(f"{problem} did not pass validation: {problem.validation_reason}")
-        return problem
 
     def _pause(self, search: Search) -> None:
         search.refresh_from_db()
@@ -192,65 +138,6 @@ class Command(BaseCommand):
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when this command dies, even by kill -9 (Linux)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-class EvaluatorChild:
-    """`manage.py evaluator` as a child process, without the secrets of this one's environment."""
-
-    SECRETS = ("ANTHROPIC_API_KEY",)
-
-    def __init__(self, *, name: str, device: str, pool_size: int):
-        self.name, self.device, self.pool_size = name, device, pool_size
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self):
-        env = {k: v for k, v in os.environ.items() if k not in self.SECRETS}
-        self.process = subprocess.Popen(
-            [sys.executable, str(settings.BASE_DIR / "manage.py"), "evaluator", "--name", self.name, "--device",
-             self.device, "--pool-size", str(self.pool_size), "--rekick-seconds", "0", "--poll", "0.2"],
-            env=env, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        return self
-
-    def wait(self, done) -> None:
-        """Until done() is true; KeyboardInterrupt on Ctrl-C or SIGTERM."""
-        while not done():
-            if self.process.poll() is not None:
-                raise CommandError(f"the evaluator ({self.name}) stopped with status {self.process.returncode}")
-            time.sleep(0.3)
-
-    def __exit__(self, *exc):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # it hands a running job back to the queue
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-def _orchestrate(search_id: int, wake: threading.Event) -> None:
-    """The engine's steps, as the task queue would run them, driven by local kicks. An error that
-    escapes the engine (taking or giving back its lease) ends the search as failed."""
-    try:
-        while True:
-            wake.wait(timeout=2.0)
-            wake.clear()
-            search = Search.objects.only("status").get(pk=search_id)
-            if search.status not in Search.ACTIVE:
-                return
-            loop.advance(search_id)
-    except Exception as exc:
-        records.fail_search(search_id, f"the search engine stopped on an error: {type(exc).__name__}: {exc}")
-    finally:
-        close_old_connections()
 
 
 def _search_done(search_id: int, progress) -> bool:

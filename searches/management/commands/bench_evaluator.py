@@ -1,0 +1,96 @@
+"""`python manage.py bench_evaluator`: candidates judged per minute, through the product's own path.
+
+By default on a temporary SQLite file (the user's data is never touched): this command runs itself
+again as a child with DATABASE_URL and RUNNER_DEVICE set, migrates that database, loads the catalog
+problem, validates it as an EvaluationJob, then runs a playbook search (or, with --load-inline N, N
+user-submitted load_inline kernels) with a child `manage.py evaluator`, and prints the table.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.worker import NameInUse, check_name_free, default_name
+from searches import throughput
+from searches.foreground import EvaluatorChild, problem_for, validated
+from searches.models import Device
+
+DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
+
+
+class Command(BaseCommand):
+    help = "Measure candidates judged per minute through a real search, evaluator and sandboxes."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--device", choices=Device.values, default=settings.RUNNER_DEVICE,
+                            help=f"default RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r}")
+        parser.add_argument("--problem", default="",
+                            help="catalog key, code or id (default softmax-4096x65536 on cuda, softmax-cpu on cpu)")
+        parser.add_argument("--candidates", type=int, default=30, help="the search's candidate budget (default 30)")
+        parser.add_argument("--load-inline", type=int, default=0, metavar="N",
+                            help="instead of a search's candidates: N distinct load_inline softmax kernels")
+        parser.add_argument("--max-seconds", type=float, default=600.0,
+                            help="close the window after this long, judged or not (default 600)")
+        parser.add_argument("--jobs-in-flight", type=int, default=None, help="default RUNNER_JOBS_IN_FLIGHT")
+        parser.add_argument("--pool-size", type=int, default=None, help="default RUNNER_POOL_SIZE")
+        parser.add_argument("--json", default="", help="also write the report to this file")
+        parser.add_argument("--database", default="",
+                            help="a DATABASE_URL to use instead of a temporary SQLite file (not migrated)")
+        parser.add_argument("--here", action="store_true", help="(internal) run in this process's database")
+
+    def handle(self, *args, **opts):
+        if not opts["here"]:
+            sys.exit(self._in_child(opts))
+        device = opts["device"]
+        problem_key = opts["problem"] or DEFAULT_PROBLEM[device]
+        if opts["load_inline"] and not problem_key.startswith("softmax"):
+            self.stderr.write("note: the load_inline kernels are row softmaxes; other problems reject them")
+        pool_size = opts["pool_size"] or settings.RUNNER_POOL_SIZE
+        jobs_in_flight = opts["jobs_in_flight"] or settings.RUNNER_JOBS_IN_FLIGHT
+        worker = EvaluatorChild(name=default_name(device) + "-bench", device=device, pool_size=pool_size,
+                                jobs_in_flight=jobs_in_flight)
+        try:
+            check_name_free(worker.name)
+        except NameInUse as error:
+            raise CommandError(f"{error} (another bench_evaluator on this host and device)") from None
+        with worker:
+            problem = validated(problem_for(problem_key, self.stderr.write), worker, self.stderr.write)
+            self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight}, pool size {pool_size}…")
+            if opts["load_inline"]:
+                sources = throughput.load_inline_sources(device=device, count=opts["load_inline"])
+                window = throughput.run_load_inline(problem=problem, worker=worker, sources=sources,
+                                                    max_seconds=opts["max_seconds"])
+            else:
+                window = throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
+                                               max_seconds=opts["max_seconds"])
+        report = throughput.measure(**window, settings={
+            "mode": "load_inline" if opts["load_inline"] else "search", "device": device,
+            "jobs_in_flight": jobs_in_flight, "pool_size": pool_size, "max_seconds": opts["max_seconds"],
+            "requested": opts["load_inline"] or opts["candidates"]})
+        for line in throughput.table(report):
+            self.stdout.write(line)
+        if opts["json"]:
+            Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+    def _in_child(self, opts) -> int:
+        """Run again with --here on the chosen database: settings are read once, at start-up."""
+        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "bench_evaluator", "--here",
+                "--device", opts["device"], "--candidates", str(opts["candidates"]),
+                "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
+        for name in ("problem", "jobs_in_flight", "pool_size", "json"):
+            if opts[name]:
+                argv += [f"--{name.replace('_', '-')}", str(opts[name])]
+        env = dict(os.environ, RUNNER_DEVICE=opts["device"])
+        if opts["database"]:
+            return subprocess.run(argv, env=dict(env, DATABASE_URL=opts["database"])).returncode
+        with tempfile.TemporaryDirectory(prefix="kernellab-bench-") as folder:
+            env["DATABASE_URL"] = f"sqlite:///{folder}/bench.sqlite3"
+            migrate = [sys.executable, str(settings.BASE_DIR / "manage.py"), "migrate", "--noinput", "-v", "0"]
+            subprocess.run(migrate, env=env, check=True)
+            return subprocess.run(argv, env=env).returncode

@@ -1,0 +1,252 @@
+"""The product's own throughput: how many candidates a user gets judged per minute, through the
+same path as a search from the dashboard (search_start, the engine's loop, an evaluator child
+taking EvaluationJobs), and where each candidate's time goes (from the stored BenchmarkRuns).
+
+Two workloads: the playbook search (its candidates, on cuda NVRTC kernels) and N distinct
+`load_inline` kernels submitted to one search as a user would (kernel_submit).
+"""
+
+import statistics
+import time
+
+from django.utils import timezone
+
+from searches import services
+from searches.foreground import EngineThread, EvaluatorChild
+from searches.models import BenchmarkRun, EvaluationJob, Problem, Search
+
+# (label, key in a run's `phases`); queue wait comes from the job's timestamps instead.
+PHASES = (("compile", "build_s"), ("device wait", "device_wait_s"), ("correctness", "correctness_s"),
+          ("timing", "timing_s"), ("sandbox", "sandbox_s"), ("warm wait", "warm_wait_s"))
+# The sandbox holds the device from the end of its device wait to the end of timing.
+DEVICE_HOLDING = ("correctness_s", "timing_s")
+PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
+
+
+def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max_seconds: float) -> dict:
+    """A playbook search of at most `candidates` candidates, until it completes (its verified reruns
+    judged too) or `max_seconds` pass (then it is paused and the window closes)."""
+    with EngineThread() as engine:
+        search = services.search_start(
+            problem=problem, user=None, proposer="playbook", device=worker.device, rounds=50, parents_per_round=2,
+            ideas_per_parent=3, kernels_per_idea=2, max_candidates=candidates, name="throughput benchmark")
+        window = _Window(search, max_seconds)
+        engine.start(search.id)
+        worker.wait(lambda: window.over() or _finished(search.id) or engine.died())
+        window.close()
+    return window.as_dict()
+
+
+def run_load_inline(*, problem: Problem, worker: EvaluatorChild, sources: list[str], max_seconds: float) -> dict:
+    """The sources submitted as user kernels of one paused search (the engine proposes nothing),
+    until all are judged or `max_seconds` pass."""
+    with EngineThread():  # never started: the search's kicks wake nothing
+        search = services.search_start(problem=problem, user=None, proposer="playbook", device=worker.device,
+                                       rounds=1, parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1,
+                                       name="throughput benchmark (load_inline)")
+        search = services.search_pause(search=search, user=None)
+        window = _Window(search, max_seconds)
+        for index, source in enumerate(sources):
+            services.kernel_submit(user=None, problem=problem, source=source, search=search,
+                                   name=f"load_inline {index}")
+        worker.wait(lambda: window.over() or not _pending(search.id))
+        window.close()
+    return window.as_dict()
+
+
+class _Window:
+    def __init__(self, search: Search, max_seconds: float):
+        self.search, self.max_seconds = search, max_seconds
+        self.began, self.began_at = time.monotonic(), timezone.now()
+        self.ended, self.ended_at = None, None
+
+    def over(self) -> bool:
+        return time.monotonic() - self.began > self.max_seconds
+
+    def close(self) -> None:
+        self.ended, self.ended_at = time.monotonic(), timezone.now()
+        self.search.refresh_from_db()
+        if self.search.status in Search.ACTIVE:
+            services.search_pause(search=self.search, user=None)
+
+    def as_dict(self) -> dict:
+        return {"search": self.search, "wall_s": self.ended - self.began, "began_at": self.began_at,
+                "ended_at": self.ended_at}
+
+
+def _pending(search_id: int) -> int:
+    return EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=PENDING).count()
+
+
+def _finished(search_id: int) -> bool:
+    status = Search.objects.values_list("status", flat=True).get(pk=search_id)
+    return status not in Search.ACTIVE and not _pending(search_id)
+
+
+def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict) -> dict:
+    """The report: what was judged inside the window, how fast, and where the time went."""
+    runs = list(BenchmarkRun.objects.filter(job__kernel__search=search, created_at__gte=began_at,
+                                            created_at__lte=ended_at).select_related("job").order_by("id"))
+    phases = {label: [] for label in ("queue wait", *(label for label, _ in PHASES))}
+    holding = 0.0
+    for run in runs:
+        recorded = (run.result or {}).get("phases") or {}
+        if run.job.started_at:
+            phases["queue wait"].append((run.job.started_at - run.job.created_at).total_seconds())
+        for label, key in PHASES:
+            if isinstance(recorded.get(key), (int, float)):
+                phases[label].append(float(recorded[key]))
+        holding += sum(float(recorded.get(key) or 0.0) for key in DEVICE_HOLDING)
+    verdicts, purposes = {}, {}
+    for run in runs:
+        verdicts[run.status] = verdicts.get(run.status, 0) + 1
+        purposes[run.purpose] = purposes.get(run.purpose, 0) + 1
+    failed = EvaluationJob.objects.filter(kernel__search=search, status=EvaluationJob.Status.FAILED,
+                                          finished_at__gte=began_at, finished_at__lte=ended_at).count()
+    device_names = sorted({run.device_name for run in runs if run.device_name})
+    return {
+        "problem": search.problem.catalog_key or search.problem.name,
+        "search": str(search.code), "search_status": search.status,
+        "candidates_judged": len(runs), "by_purpose": purposes, "jobs_failed": failed,
+        "wall_s": round(wall_s, 3), "candidates_per_min": round(len(runs) / wall_s * 60, 2) if wall_s else None,
+        "phases": {label: _stats(values) for label, values in phases.items()},
+        "device_busy_share": round(holding / wall_s, 4) if wall_s else None,
+        "verdicts": verdicts,
+        "settings": {**settings, "device_name": ", ".join(device_names)},
+    }
+
+
+def _stats(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0, "median_s": None, "total_s": 0.0}
+    return {"n": len(values), "median_s": round(statistics.median(values), 4), "total_s": round(sum(values), 3)}
+
+
+def table(report: dict) -> list[str]:
+    """The report as lines for a terminal."""
+    s = report["settings"]
+    lines = [
+        f"problem {report['problem']} on {s['device']} ({s['device_name'] or 'device unknown'}), mode {s['mode']}, "
+        f"jobs in flight {s['jobs_in_flight']}, pool size {s['pool_size']}",
+        f"judged {report['candidates_judged']} ({_counts(report['by_purpose'])}) in {report['wall_s']:.1f} s: "
+        f"{report['candidates_per_min']} candidates/min; jobs failed {report['jobs_failed']}",
+        f"verdicts: {_counts(report['verdicts']) or 'none'}",
+        f"device busy share: {_share(report['device_busy_share'])} (correctness + timing over wall time)",
+        f"{'phase':<12} {'n':>4} {'median s':>9} {'total s':>9}",
+    ]
+    for label, row in report["phases"].items():
+        median = f"{row['median_s']:.3f}" if row["median_s"] is not None else "-"
+        lines.append(f"{label:<12} {row['n']:>4} {median:>9} {row['total_s']:>9.2f}")
+    return lines
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+
+
+def _share(value) -> str:
+    return f"{value:.1%}" if value is not None else "-"
+
+
+# An honest row softmax (one block per row on CUDA, one loop per row in C++), as a KernelBench-style
+# load_inline module. The index is in the sources, so no two candidates share a build cache entry.
+_CUDA_SOFTMAX = r'''"""Row softmax through torch.utils.cpp_extension.load_inline (throughput benchmark, candidate {index})."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CUDA_SOURCE = r"""
+// throughput benchmark candidate {index}
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void softmax_rows(const float* x, float* y, long long cols) {{
+    __shared__ float red[256];
+    const float* xr = x + blockIdx.x * cols;
+    float* yr = y + blockIdx.x * cols;
+    float m = -3.402823466e38f;
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+    red[threadIdx.x] = m;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+        if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
+        __syncthreads();
+    }}
+    m = red[0];
+    __syncthreads();
+    float sum = 0.0f;
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(xr[c] - m);
+    red[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+        if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+        __syncthreads();
+    }}
+    float inv = 1.0f / red[0];
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = expf(xr[c] - m) * inv;
+}}
+
+torch::Tensor softmax_rows_cuda(torch::Tensor x) {{
+    auto y = torch::empty_like(x);
+    softmax_rows<<<x.size(0), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
+    return y;
+}}
+"""
+
+CPP_SOURCE = "torch::Tensor softmax_rows_cuda(torch::Tensor x);  // candidate {index}"
+
+EXTENSION = load_inline(name="throughput_softmax_{index}", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                        functions=["softmax_rows_cuda"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return EXTENSION.softmax_rows_cuda(x.contiguous())
+'''
+
+_CPU_SOFTMAX = r'''"""Row softmax through torch.utils.cpp_extension.load_inline (throughput benchmark, candidate {index})."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = r"""
+// throughput benchmark candidate {index}
+#include <torch/extension.h>
+#include <cmath>
+
+torch::Tensor softmax_rows_cpu(torch::Tensor x) {{
+    auto y = torch::empty_like(x);
+    const float* xp = x.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    const int64_t rows = x.size(0), cols = x.size(1);
+    for (int64_t r = 0; r < rows; ++r) {{
+        const float* xr = xp + r * cols;
+        float* yr = yp + r * cols;
+        float m = xr[0];
+        for (int64_t c = 1; c < cols; ++c) m = std::max(m, xr[c]);
+        double sum = 0.0;
+        for (int64_t c = 0; c < cols; ++c) sum += std::exp(xr[c] - m);
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t c = 0; c < cols; ++c) yr[c] = std::exp(xr[c] - m) * inv;
+    }}
+    return y;
+}}
+"""
+
+EXTENSION = load_inline(name="throughput_softmax_cpu_{index}", cpp_sources=CPP_SOURCE,
+                        functions=["softmax_rows_cpu"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return EXTENSION.softmax_rows_cpu(x.contiguous())
+'''
+
+
+def load_inline_sources(*, device: str, count: int) -> list[str]:
+    """`count` distinct load_inline softmax kernels for a softmax problem on `device`."""
+    template = _CUDA_SOFTMAX if device == "cuda" else _CPU_SOFTMAX
+    return [template.format(index=index) for index in range(count)]
