@@ -11,6 +11,7 @@ from .base import KernelContext, ProblemContext, TriedIdea
 
 BANK_TOKENS = 6000  # what the bank may take of a prompt (about 4 characters a token)
 BANK_KERNELS = 4
+PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 LOG_CHARS = 4000  # the tail of a compile log or stderr that a repair sees
 REASONS_SHOWN = 3
 
@@ -60,7 +61,10 @@ def target_lines(device: str, facts: dict) -> list[str]:
             lines.append(f"- {label}: {text}")
     tflops = facts.get("tflops")
     if isinstance(tflops, dict):
-        rates = [f"{name} {_number(rate, 'TFLOP/s')}" for name, rate in tflops.items() if _number(rate, "")]
+        order = {name: i for i, name in enumerate(PRECISION_ORDER)}  # narrowest last, whatever the record's order
+        rates = [f"{name} {_number(rate, 'TFLOP/s')}" for name, rate in
+                 sorted(tflops.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+                 if _number(rate, "")]
         if rates:
             lines.append(f"- measured matrix rates: {', '.join(rates)}")
     caches = facts.get("caches")
