@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.evaluation.test_worker import job_state, never_ending_kernel
+from tests.evaluation.test_worker import job_state, queue_spinning_kernel
 from tests.searches.engine_env import env_for, kill_hard, query, script, start, validated_db, wait_for
 
 LEASE_SECONDS = 8
@@ -22,12 +22,7 @@ def lease_expiry(db, job_id) -> datetime:
 @pytest.mark.timeout(600)
 def test_the_job_of_a_killed_worker_goes_to_its_twin_after_the_lease_runs_out(tmp_path):
     db, problem_id = validated_db(tmp_path)
-    job_id = script(db, (
-        f"p = Problem.objects.get(pk={problem_id})\n"
-        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
-        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
-        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
-        "print(json.dumps(k.jobs.get().id))\n"))
+    *_, job_id = queue_spinning_kernel(db, problem_id)
     env = env_for(db, RUNNER_TIMEOUT="300", JOB_LEASE_SECONDS=str(LEASE_SECONDS))
     log = tmp_path / "evaluators.log"
     first = start(db, "evaluator", "--name", "host-gpu0", "--rekick-seconds", "0", "--poll", "0.2", env=env,

@@ -37,6 +37,16 @@ def never_ending_kernel() -> str:
     return source.replace(ENTRY, ENTRY + "\n    volatile int spin = 1; while (spin) {}")
 
 
+def queue_spinning_kernel(db, problem_id: int) -> tuple[int, int, int]:
+    """A search with one submitted kernel that never returns: the search, kernel and job ids."""
+    return tuple(script(db, (
+        f"p = Problem.objects.get(pk={problem_id})\n"
+        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
+        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
+        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
+        "print(json.dumps([s.id, k.id, k.jobs.get().id]))\n")))
+
+
 def job_state(db, job_id):
     return query(db, "select status, attempts, lease_owner, last_error from searches_evaluationjob where id=?",
                  (job_id,))[0]
@@ -46,13 +56,7 @@ def job_state(db, job_id):
 @pytest.mark.timeout(600)
 def test_sigterm_hands_back_and_a_job_that_kills_its_worker_three_times_fails_for_good(tmp_path):
     db, problem_id = validated_db(tmp_path)
-    ids = script(db, (
-        f"p = Problem.objects.get(pk={problem_id})\n"
-        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
-        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
-        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
-        "print(json.dumps([s.id, k.id, k.jobs.get().id]))\n"))
-    search_id, kernel_id, job_id = ids
+    search_id, kernel_id, job_id = queue_spinning_kernel(db, problem_id)
     env = env_for(db, RUNNER_TIMEOUT="300")
     log = tmp_path / "evaluator.log"
 
@@ -90,12 +94,7 @@ def test_sigterm_hands_back_and_a_job_that_kills_its_worker_three_times_fails_fo
 @pytest.mark.timeout(600)
 def test_a_restarted_evaluator_keeps_its_name_and_takes_its_dead_predecessors_job_at_once(tmp_path):
     db, problem_id = validated_db(tmp_path)
-    job_id = script(db, (
-        f"p = Problem.objects.get(pk={problem_id})\n"
-        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
-        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
-        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
-        "print(json.dumps(k.jobs.get().id))\n"))
+    *_, job_id = queue_spinning_kernel(db, problem_id)
     env = env_for(db, RUNNER_TIMEOUT="300")  # the job would hold its lease for the whole JOB_LEASE_SECONDS
     log = tmp_path / "evaluator.log"
     name = f"{socket.gethostname()}-cpu"  # no --name: the default is the host and the device
@@ -154,12 +153,7 @@ def running(pid: int) -> bool:
 @pytest.mark.timeout(600)
 def test_kill_9_of_the_evaluator_takes_its_sandboxes_and_the_next_one_removes_their_folders(tmp_path):
     db, problem_id = validated_db(tmp_path)
-    job_id = script(db, (
-        f"p = Problem.objects.get(pk={problem_id})\n"
-        "s = services.search_start(problem=p, user=None, proposer='playbook', device='cpu', rounds=1,"
-        " parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1)\n"
-        f"k = services.kernel_submit(user=None, problem=p, search=s, source={never_ending_kernel()!r}, name='spin')\n"
-        "print(json.dumps(k.jobs.get().id))\n"))
+    *_, job_id = queue_spinning_kernel(db, problem_id)
     env = env_for(db, RUNNER_TIMEOUT="300")
     log = tmp_path / "evaluator.log"
     first = start(db, "evaluator", "--name", "kill-host", "--rekick-seconds", "0", env=env, log_to=log)
