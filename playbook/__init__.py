@@ -10,6 +10,7 @@ import re
 import textwrap
 
 from . import prelude
+from .sources import line_marked, without_marks
 from .reading import ReadError, read_problem
 from .recipes import Family, Parts, Recipe, bind
 
@@ -30,8 +31,11 @@ def recipes(family: str, target: str) -> tuple[Recipe, ...]:
     return families()[family].recipes[target]
 
 
-def render(problem_source: str, family: str, target: str, recipe: Recipe, variant: int) -> str:
-    """A complete kernel module (ModelNew) implementing `recipe` variant `variant` for this problem."""
+def render(problem_source: str, family: str, target: str, recipe: Recipe, variant: int, *,
+           line_marks: bool = False) -> str:
+    """A complete kernel module (ModelNew) implementing `recipe` variant `variant` for this problem.
+    With `line_marks`, the C/CUDA text carries `#line` directives, so a compiler's messages point
+    into playbook/kernels/ (for whoever edits those files); the product runs and shows it plain."""
     shape = read_problem(problem_source)
     spec = families()[family]
     facts = spec.read(shape)
@@ -45,6 +49,7 @@ def render(problem_source: str, family: str, target: str, recipe: Recipe, varian
     else:
         header, build = prelude.CPU_HEADER, prelude.CPU_BUILD.replace("@FLAGS@", repr(parts.flags))
         source = prelude.C_COMMON + source
+    source = line_marked(source, "_SOURCE") if line_marks else without_marks(source)
     # launch lines name their function as _launch('name', ...): bind it to the built library
     bound = r"_launch(_kernels['\1']" if target == "cuda" else r"_launch(_lib.\1"
     launch = re.sub(r"_launch\('(\w+)'", bound, textwrap.dedent(parts.launch).strip())

@@ -101,7 +101,8 @@ def run_problem(key: str, skip: int, results_path: Path, with_compile: bool) -> 
         record(**row, status="started")
         try:
             started = time.perf_counter()
-            kernel = _module(playbook.render(problem.source, problem.family, "cuda", recipe, variant), "kernel")
+            kernel = _module(playbook.render(problem.source, problem.family, "cuda", recipe, variant, line_marks=True),
+                             "kernel")  # compiler messages point into playbook/kernels/
             model = kernel.ModelNew(*init).cuda()
             model.load_state_dict(reference.state_dict())
             compile_s = time.perf_counter() - started
