@@ -427,6 +427,7 @@ class ShareLink(models.Model):
         SEARCH = "search", "Search"
         KERNEL = "kernel", "Kernel"
         COMPARE = "compare", "Comparison"
+        SUITE = "suite", "Suite"
 
     token_hash = models.CharField(max_length=64, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -435,6 +436,7 @@ class ShareLink(models.Model):
     search = models.ForeignKey(Search, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     kernel = models.ForeignKey(Kernel, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     other_kernel = models.ForeignKey(Kernel, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    suite = models.ForeignKey(Suite, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     device_name = models.CharField(max_length=200, blank=True)  # leaderboard filter, if any
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

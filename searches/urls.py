@@ -29,6 +29,7 @@ urlpatterns += [
     path("suites/<uuid:code>/search/", suites.suite_search, name="suite_search"),
     path("suites/<uuid:code>/scores.json", suites.suite_export, {"fmt": "json"}, name="suite_json"),
     path("suites/<uuid:code>/scores.csv", suites.suite_export, {"fmt": "csv"}, name="suite_csv"),
+    path("suites/<uuid:code>/share/", share.share_suite, name="share_suite"),
 ]
 
 # === searches, kernels, compare, leaderboards, share links ==============================
@@ -64,5 +65,7 @@ urlpatterns += [
     path("share-links/<int:pk>/revoke/", share.share_revoke, name="share_revoke"),
     path("s/<str:token>/", share.shared, name="shared"),
     path("s/<str:token>/kernels/<uuid:code>/", share.shared_kernel, name="shared_kernel"),
+    path("s/<str:token>/scores.json", share.shared_suite_export, {"fmt": "json"}, name="shared_suite_json"),
+    path("s/<str:token>/scores.csv", share.shared_suite_export, {"fmt": "csv"}, name="shared_suite_csv"),
     path("docs/<slug:name>/", doc_page, name="doc"),
 ]

@@ -14,14 +14,15 @@ _SHARE_TARGETS = {
     ShareLink.Kind.SEARCH: ("search",),
     ShareLink.Kind.KERNEL: ("kernel",),
     ShareLink.Kind.COMPARE: ("kernel", "other_kernel"),
+    ShareLink.Kind.SUITE: ("suite",),
 }
 
 
-def share_link_create(*, user, kind: str, problem=None, search=None, kernel=None, other_kernel=None,
+def share_link_create(*, user, kind: str, problem=None, search=None, kernel=None, other_kernel=None, suite=None,
                       device_name: str = "", label: str = "") -> tuple[ShareLink, str]:
     """A read-only link for people without a login. The token is returned once and only its
     SHA-256 is stored, so a database leak does not leak working links."""
-    given = {"problem": problem, "search": search, "kernel": kernel, "other_kernel": other_kernel}
+    given = {"problem": problem, "search": search, "kernel": kernel, "other_kernel": other_kernel, "suite": suite}
     if kind not in _SHARE_TARGETS:
         raise ValidationError(f"Unknown kind of share link {kind!r}: use one of {', '.join(_SHARE_TARGETS)}.")
     needed = _SHARE_TARGETS[kind]

@@ -16,11 +16,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import selectors, services
 from ..forms import CompareForm, ShareLinkForm
-from ..models import Kernel, Problem, Search, ShareLink
+from ..models import Kernel, Problem, Search, ShareLink, Suite
 from .compare import compare_context
 from .kernels import kernel_context
 from .leaderboards import leaderboard_context
 from .searches import error_text, search_context
+from .suites import suite_context, suite_export_response, suite_fragment
 
 
 def link_target_url(link: ShareLink) -> str:
@@ -31,6 +32,8 @@ def link_target_url(link: ShareLink) -> str:
         return reverse("kernel_detail", kwargs={"code": link.kernel.code})
     if link.kind == ShareLink.Kind.COMPARE:
         return reverse("compare") + f"?a={link.kernel.code}&b={link.other_kernel.code}"
+    if link.kind == ShareLink.Kind.SUITE:
+        return reverse("suite_detail", kwargs={"code": link.suite.code})
     url = reverse("leaderboard", kwargs={"code": link.problem.code})
     return url + (f"?device={link.device_name}" if link.device_name else "")
 
@@ -103,8 +106,16 @@ def share_compare(request):
 
 @login_required
 @require_POST
+def share_suite(request, code):
+    suite = get_object_or_404(Suite, code=code)
+    return _create(request, reverse("suite_detail", kwargs={"code": code}), kind=ShareLink.Kind.SUITE, suite=suite)
+
+
+@login_required
+@require_POST
 def share_revoke(request, pk):
-    link = get_object_or_404(ShareLink.objects.select_related("problem", "search", "kernel", "other_kernel"), pk=pk)
+    link = get_object_or_404(ShareLink.objects.select_related("problem", "search", "kernel", "other_kernel", "suite"),
+                             pk=pk)
     try:
         services.share_link_revoke(link=link, user=request.user)
     except PermissionDenied as error:
@@ -129,6 +140,11 @@ def shared(request, token):
         context, template = kernel_context(link.kernel, shared=True), "searches/kernel/shared.html"
     elif link.kind == ShareLink.Kind.COMPARE:
         context, template = compare_context(link.kernel, link.other_kernel, shared=True), "searches/compare/shared.html"
+    elif link.kind == ShareLink.Kind.SUITE:
+        context = suite_context(link.suite, share_token=token)
+        if request.GET.get("fragment"):  # the shared page's live refresh, like the suite page's
+            return _shared_headers(suite_fragment(request, context))
+        template = "searches/suites/shared.html"
     else:
         context = leaderboard_context(link.problem, link.device_name, shared=True)
         template = "searches/leaderboard/shared.html"
@@ -156,6 +172,16 @@ def shared_kernel(request, token, code):
     return _shared_response(request, "searches/kernel/shared.html", context)
 
 
+@require_GET
+@never_cache
+def shared_suite_export(request, token, fmt):
+    """A shared suite's JSON or CSV export; the token of any other kind of link opens none."""
+    link = _live_link(token)
+    if link.kind != ShareLink.Kind.SUITE:
+        raise Http404("This link shares no suite.")
+    return _shared_headers(suite_export_response(link.suite, fmt))
+
+
 def _shared_kernel_url(token: str, code) -> str:
     return reverse("shared_kernel", kwargs={"token": token, "code": code})
 
@@ -168,7 +194,10 @@ def _live_link(token: str) -> ShareLink:
 
 
 def _shared_response(request, template: str, context: dict):
-    response = render(request, template, context)
+    return _shared_headers(render(request, template, context))
+
+
+def _shared_headers(response):
     response["Referrer-Policy"] = "no-referrer"  # keep the token out of other sites' logs
     response["X-Robots-Tag"] = "noindex, nofollow"
     return response

@@ -1,5 +1,6 @@
 """Suite pages: the list, the import form (several files or a zip, one request), a suite's
-scores per GPU model and their JSON/CSV export, and one search configuration started over a suite."""
+scores per GPU model and their JSON/CSV export (also drawn for its share links, see share.py),
+and one search configuration started over a suite."""
 
 import csv
 
@@ -8,13 +9,14 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
 from ..forms import SearchStartForm, SuiteImportForm
-from ..models import Suite
+from ..models import ShareLink, Suite
 
 
 @login_required
@@ -42,16 +44,37 @@ def suite_import(request):
     return render(request, "searches/suites/import.html", {"form": form})
 
 
+def suite_context(suite: Suite, *, share_token: str = "") -> dict:
+    """What the suite's page and its shared copy both show. With a share token, the page's links
+    (live refresh, exports, kernels) go through the token, and problems are plain text."""
+    shared = bool(share_token)
+    if shared:
+        page_url = reverse("shared", kwargs={"token": share_token})
+        exports = {fmt: reverse(f"shared_suite_{fmt}", kwargs={"token": share_token}) for fmt in ("json", "csv")}
+    else:
+        page_url = reverse("suite_detail", kwargs={"code": suite.code})
+        exports = {fmt: reverse(f"suite_{fmt}", kwargs={"code": suite.code}) for fmt in ("json", "csv")}
+    return {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
+            "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite),
+            "live_url": page_url + "?fragment=1", "exports": exports, "shared": shared, "share_token": share_token}
+
+
+def suite_fragment(request, context: dict):
+    """The part of the page that moves, which the page's script fetches again while work is in progress."""
+    response = render(request, "searches/suites/_live.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 @login_required
 @require_GET
 def suite_detail(request, code):
     suite = get_object_or_404(Suite, code=code)
-    context = {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
-               "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite)}
-    if request.GET.get("fragment"):  # what the page's script fetches again while work is in progress
-        response = render(request, "searches/suites/_live.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
+    context = suite_context(suite)
+    if request.GET.get("fragment"):
+        return suite_fragment(request, context)
+    context.update({"share_links": selectors.share_links_for(suite=suite, kind=ShareLink.Kind.SUITE),
+                    "share_kind": ShareLink.Kind.SUITE})
     return render(request, "searches/suites/detail.html", context)
 
 
@@ -94,7 +117,11 @@ CSV_COLUMNS = ("device_name", "level", "number", "file", "problem", "problem_cod
 @login_required
 @require_GET
 def suite_export(request, code, fmt):
-    suite = get_object_or_404(Suite, code=code)
+    return suite_export_response(get_object_or_404(Suite, code=code), fmt)
+
+
+def suite_export_response(suite: Suite, fmt: str) -> HttpResponse:
+    """The scores as JSON, or as CSV with one line per GPU model and problem."""
     data = selectors.suite_scores_export(suite)
     if fmt == "json":
         return JsonResponse(data, json_dumps_params={"indent": 1})
@@ -104,5 +131,12 @@ def suite_export(request, code, fmt):
     writer.writerow(CSV_COLUMNS)
     for score in data["scores"]:
         for row in score["rows"]:
-            writer.writerow([score["device_name"]] + [row[key] for key in CSV_COLUMNS[1:]])
+            writer.writerow([_csv_cell(score["device_name"])] + [_csv_cell(row[key]) for key in CSV_COLUMNS[1:]])
     return response
+
+
+def _csv_cell(value):
+    # Names come from uploaded files and forms; a leading =,+,-,@ would run as a spreadsheet formula.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

@@ -1,5 +1,7 @@
 """A share link opens without a login, and answers 404 once revoked."""
 
+from urllib.parse import urljoin
+
 import pytest
 from playwright.sync_api import expect
 
@@ -60,5 +62,47 @@ def test_copy_button_and_the_shared_search_links_to_its_kernels(logged_in_page, 
         expect(anonymous.locator("#kernel-source")).to_contain_text("class ModelNew")
         anonymous.get_by_role("link", name="fast kernel", exact=True).click()  # its parent, same search
         expect(anonymous.get_by_role("heading", name="fast kernel", exact=True)).to_be_visible()
+    finally:
+        stranger.close()
+
+
+def test_a_shared_suite_shows_its_scores_kernels_and_export_logged_out(logged_in_page, stack, chromium):
+    seeded = dashboard_seed.small_search(stack, "suite search")
+    seeded.update(dashboard_seed.run(stack, f"""
+from searches.models import Problem, Suite, SuiteProblem
+suite = Suite.objects.create(name="Shared suite (browser)")
+SuiteProblem.objects.create(suite=suite, problem=Problem.objects.get(code={seeded['problem']!r}), level=1, number=1)
+out = dict(suite=str(suite.code))
+"""))
+    page = logged_in_page
+    page.goto(f"/suites/{seeded['suite']}/")
+    page.locator("#share-links input[name=label]").fill("for the benchmark review")
+    page.locator("#share-create").click()
+    url = page.locator("#share-url").input_value()
+    assert "/s/" in url
+
+    stranger = chromium.new_context()
+    try:
+        anonymous = stranger.new_page()
+        blocked = []
+        anonymous.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+        assert anonymous.goto(url).status == 200
+        expect(anonymous.get_by_role("heading", name="Shared suite (browser)")).to_be_visible()
+        score = anonymous.locator('.suite-score[data-device="NVIDIA H200"]')
+        expect(score.locator("table.fast-p")).to_contain_text("100% (1/1)")  # the faster kernel: 4x eager
+        expect(score.locator("table.per-problem")).to_contain_text("4.00×")
+        expect(anonymous.locator("form[method=post]")).to_have_count(0)
+        export = anonymous.request.get(urljoin(url, anonymous.locator("#suite-json").get_attribute("href")))
+        assert export.ok and export.json()["scores"][0]["fast_p"]["eager"]["fast_1"]["count"] == 1
+        score.get_by_role("link", name="faster kernel").click()
+        expect(anonymous.get_by_role("heading", name="faster kernel")).to_be_visible()
+        assert anonymous.url.startswith(url) and f"/kernels/{seeded['faster']}/" in anonymous.url
+        assert blocked == []
+
+        row = page.locator("#share-links tr", has_text="for the benchmark review")
+        page.goto(f"/suites/{seeded['suite']}/")
+        row.get_by_role("button", name="Revoke").click()
+        expect(row).to_contain_text("revoked")
+        assert anonymous.goto(url).status == 404
     finally:
         stranger.close()

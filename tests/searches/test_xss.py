@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from searches import services
-from searches.models import EvaluationJob, Search, Worker
+from searches.models import EvaluationJob, Search, Suite, SuiteProblem, Worker
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
@@ -104,7 +104,10 @@ def test_payload_is_inert_on_every_page(client, payload):
     user = d.user()
     client.force_login(user)
     p, s, seed, k, bad = world_with(payload, user)
+    suite = Suite.objects.create(name=payload)
+    SuiteProblem.objects.create(suite=suite, problem=p, level=1, number=1, file_name=payload)
     pages = [
+        reverse("suite_detail", args=[suite.code]), reverse("suite_detail", args=[suite.code]) + "?fragment=1",
         reverse("search_detail", args=[s.code]), reverse("search_list"),
         reverse("kernel_detail", args=[k.code]), reverse("kernel_detail", args=[bad.code]),
         reverse("kernel_detail", args=[seed.code]),
@@ -119,8 +122,10 @@ def test_payload_is_inert_on_every_page(client, payload):
         services.share_link_create(user=user, kind="kernel", kernel=k, label=payload),
         services.share_link_create(user=user, kind="compare", kernel=seed, other_kernel=k, label=payload),
         services.share_link_create(user=user, kind="leaderboard", problem=p, device_name=payload, label=payload),
+        services.share_link_create(user=user, kind="suite", suite=suite, label=payload),
     ]
     pages += [reverse("shared", args=[token]) for _, token in shares]
+    pages.append(reverse("shared", args=[shares[-1][1]]) + "?fragment=1")
     for url in pages:
         response = client.get(url)
         assert response.status_code in (200, 400), url
