@@ -8,6 +8,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from lib.spreadsheet import csv_cell
+
 from .. import selectors
 from ..models import Problem, ShareLink
 
@@ -59,16 +61,7 @@ def leaderboard_export(request, code, fmt):
         writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for row in payload["entries"]:
-            # A leading =,+,-,@ would be run as a formula by spreadsheets.
-            writer.writerow({k: _csv_cell(row[k]) for k in EXPORT_COLUMNS})
+            writer.writerow({k: csv_cell(row[k]) for k in EXPORT_COLUMNS})
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
-
-
-def _csv_cell(value):
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return "" if value is None else value
-
-

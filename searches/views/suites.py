@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.ratelimit import limits_sandbox_work
+from lib.spreadsheet import csv_cell
 
 from .. import selectors, services
 from ..forms import SearchStartForm, SuiteImportForm
@@ -131,12 +132,6 @@ def suite_export_response(suite: Suite, fmt: str) -> HttpResponse:
     writer.writerow(CSV_COLUMNS)
     for score in data["scores"]:
         for row in score["rows"]:
-            writer.writerow([_csv_cell(score["device_name"])] + [_csv_cell(row[key]) for key in CSV_COLUMNS[1:]])
+            writer.writerow([csv_cell(score["device_name"])] + [csv_cell(row[key]) for key in CSV_COLUMNS[1:]])
     return response
 
-
-def _csv_cell(value):
-    # Names come from uploaded files and forms; a leading =,+,-,@ would run as a spreadsheet formula.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
