@@ -30,6 +30,7 @@ BOOKKEEPING_KERNELS = re.compile(
 MEMORY_ACTIVITY = re.compile(r"^(?:Memcpy|Memset)\b")
 
 _CUDA_KERNEL = re.compile(r"__global__\s+((?:__launch_bounds__\s*\([^)]*\)|[^(;{])*?)\b(?!__launch_bounds__)(\w+)\s*\(")
+_NAME_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\w+)[ \t]*$", re.MULTILINE)
 _PYTHON_KERNEL = re.compile(
     r"@(?:triton\.jit|triton\.autotune|cute\.kernel|cute\.jit|jit)\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)")
 
@@ -37,6 +38,15 @@ _PYTHON_KERNEL = re.compile(
 def own_kernel_names(source: str) -> set[str]:
     """Names of the kernels a candidate's source defines (in Python or in embedded CUDA strings)."""
     names = {m.group(2) for m in _CUDA_KERNEL.finditer(source)}
+    # A kernel named through a macro (`#define GEMM_NAME mm_tiled` ... `__global__ void GEMM_NAME(`)
+    # launches under the macro's value: follow such one-word macros.
+    macros = dict(_NAME_MACRO.findall(source))
+    for name in list(names):
+        seen = {name}
+        while name in macros and macros[name] not in seen:
+            name = macros[name]
+            seen.add(name)
+            names.add(name)
     names.update(m.group(1) for m in _PYTHON_KERNEL.finditer(source))
     return names - {"__launch_bounds__", "if", "for", "while", "return", "void"}
 

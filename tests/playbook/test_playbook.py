@@ -1,6 +1,7 @@
 """The built-in playbook proposer: its kernels are judged correct by the real runner (real C
 compiler, real sandbox), its ideas follow what was tried, and it says plainly what it cannot do."""
 
+import re
 import textwrap
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 import playbook
 from proposers.base import IdeaProposal, KernelContext, ProblemContext, ProposerError, TriedIdea
 from proposers.playbook import FAMILY_NAMES, PlaybookProposer
+from runner import launches
 from runner.checks import check_source
 from searches import catalog
 
@@ -263,3 +265,23 @@ def test_every_playbook_kernel_passes_the_runners_static_checks():
                         found = check_source(source, reference_source=problem, device=target)
                         assert found == [], f"{problem_path.name} {family}/{target}/{recipe.slug}/{variant}: {found}"
     assert rendered >= 20
+
+
+def test_every_kernel_a_playbook_module_launches_counts_as_its_own():
+    """The launch accounting (runner/launches.py) rejects a candidate that launches only kernels it
+    does not define; every name a playbook module launches must be found in its own source."""
+    launched_total = 0
+    for problem_path in sorted(catalog.PROBLEM_DIR.glob("*.py")):
+        problem = problem_path.read_text()
+        for family in playbook.families():
+            for recipe in playbook.recipes(family, "cuda"):
+                for variant in range(len(recipe.variants)):
+                    try:
+                        source = playbook.render(problem, family, "cuda", recipe, variant)
+                    except playbook.ReadError:
+                        continue
+                    own = launches.own_kernel_names(source)
+                    launched = set(re.findall(r"_launch\(_kernels\['(\w+)'\]", source))
+                    launched_total += len(launched)
+                    assert launched <= own, f"{problem_path.name} {family}/{recipe.slug}/{variant}: {launched - own}"
+    assert launched_total >= 20

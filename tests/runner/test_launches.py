@@ -32,6 +32,13 @@ def test_own_kernel_names_come_from_cuda_and_python_definitions():
     assert OWN == {"add_kernel", "softmax_rows", "scale"}
 
 
+def test_a_kernel_named_through_a_macro_is_its_own():
+    source = 'CUDA = r"""\n#define GEMM_NAME mm_tiled\nextern "C" __global__ void GEMM_NAME(float *c) {}\n"""'
+    own = launches.own_kernel_names(source)
+    assert "mm_tiled" in own
+    assert launches.decide([("mm_tiled", 7)], own, 7, allow_library=False, call=1) is None
+
+
 def test_base_names_of_demangled_mangled_and_plain_kernels():
     assert launches.base_name("void softmax_rows<128>(float const*, float*, int)") == "softmax_rows"
     assert launches.base_name("_Z12softmax_rowsILi128EEvPKfPfi") == "softmax_rows"
