@@ -184,10 +184,9 @@ class Bench:
             m.problem.refresh_from_db()
             self.row(m).update(validation=_validation(m.problem), family=m.problem.family,
                                missing_modules=self.missing.get(_file(m), []))
-        # Alone on the device: the worker has nothing queued while the eager models are re-timed.
-        for m in members:
-            if m.problem.validation_status == Problem.Validation.OK and self.left() > 0:
-                self.row(m)["do_bench"] = self.do_bench(m.problem)
+        valid = [m for m in members if m.problem.validation_status == Problem.Validation.OK]
+        for m, result in zip(valid, self.do_bench([m.problem for m in valid])):
+            self.row(m)["do_bench"] = result
         self.searches([m for m in members if m.problem.validation_status == Problem.Validation.OK])
         for m in members:
             self.finish(m)
@@ -205,20 +204,33 @@ class Bench:
             row["h100_ms"] = self.published[member.level].get(file, {})
         return row
 
-    def do_bench(self, problem: Problem) -> dict:
+    def do_bench(self, problems: list) -> list[dict]:
+        """Each problem's eager model timed by triton's do_bench (and the runner's timer) in a sandbox
+        of its own, one after another, alone on the device: the worker has nothing queued, and every
+        sandbox is warm (torch imported, CUDA initialised) before the first one times."""
         if self.device != Device.CUDA:
-            return {"status": "skipped", "reason": "triton.testing.do_bench needs CUDA"}
-        # The problem's own Model, judged as the kernel: the same eager forward that validation timed.
-        kernel = problem.source + "\n\nModelNew = Model\n"
+            return [{"status": "skipped", "reason": "triton.testing.do_bench needs CUDA"} for _ in problems]
+        results = []
         with runner.Pool(device=self.device, size=0) as pool:
-            outcome = pool.take().run({"job": "do_bench", "device": self.device, "seed": 0,
+            sandboxes = [pool.take() for _ in problems]
+            for sandbox in sandboxes:
+                sandbox.wait_ready()
+            for problem, sandbox in zip(problems, sandboxes):
+                if self.left() <= 0:
+                    sandbox.discard()
+                    results.append({})
+                    continue
+                # The problem's own Model, judged as the kernel: the eager forward that validation timed.
+                kernel = problem.source + "\n\nModelNew = Model\n"
+                outcome = sandbox.run({"job": "do_bench", "device": self.device, "seed": 0,
                                        "problem_source": problem.source, "kernel_source": kernel}, 300)
-        result = outcome.result or {"status": "error", "reason": outcome.reason}
-        eager = problem.baseline.get("eager_ms")
-        if result.get("do_bench_ms") and eager:
-            result["eager_vs_do_bench"] = (eager - result["do_bench_ms"]) / result["do_bench_ms"]
-            result["within_target"] = abs(result["eager_vs_do_bench"]) <= DO_BENCH_TARGET
-        return result
+                result = outcome.result or {"status": "error", "reason": outcome.reason}
+                eager = problem.baseline.get("eager_ms")
+                if result.get("do_bench_ms") and eager:
+                    result["eager_vs_do_bench"] = (eager - result["do_bench_ms"]) / result["do_bench_ms"]
+                    result["within_target"] = abs(result["eager_vs_do_bench"]) <= DO_BENCH_TARGET
+                results.append(result)
+        return results
 
     def searches(self, members: list) -> None:
         started = []
