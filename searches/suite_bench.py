@@ -314,7 +314,8 @@ def _validation(problem: Problem) -> dict:
     baseline = problem.baseline
     return {"status": problem.validation_status, "reason": problem.validation_reason,
             "eager_ms": baseline.get("eager_ms"), "compile_ms": baseline.get("compile_ms"),
-            "noisy": baseline.get("noisy"), "device_name": (problem.validation or {}).get("environment", {}).get("device_name")}
+            "noisy": (problem.validation or {}).get("noisy"),
+            "device_name": (problem.validation or {}).get("environment", {}).get("device_name")}
 
 
 def summary(report: dict) -> dict:
@@ -353,6 +354,8 @@ def table(report: dict) -> list[str]:
             f"{x(s.get('speedup_vs_eager')):>7} {x(s.get('speedup_vs_compile')):>7}")
         if v.get("status") not in (None, "ok"):
             lines.append(f"    {v.get('status')}: {(v.get('reason') or '')[:150]}")
+        if v.get("noisy"):
+            lines.append(f"    baseline marked noisy: {v['noisy'][:150]}")
     for score in (report.get("sweep") or {}).get("scores", []):
         for baseline in ("eager", "compile"):
             fast = score["fast_p"][baseline]
