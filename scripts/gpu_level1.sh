@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# KernelBench level 1 through the worker path on a bare GPU host (docs/BENCHMARKS.md):
+# `manage.py bench_suite` on the fixture's level1, continuing the committed progress report.
+# Reads docs/benchmarks/level1-h200.json (and, if DB names one, a SQLite file of an earlier run, so
+# the sweep suite's fast_p covers every call); writes under $OUT: level1-h200.json (commit it back),
+# level1.sqlite3 (the database, to pass as DB next time), level1.txt/.err, gpu.txt.
+#   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_level1.sh
+#   LIMIT (25), MAX_SECONDS (240), CANDIDATES (3), JOBS_IN_FLIGHT, POOL_SIZE, DB (a .sqlite3 to continue).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/kernellab-gpu-level1}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 RUNNER_DEVICE=cuda LOG_LEVEL=${LOG_LEVEL:-WARNING}
+export KERNELLAB_CACHE_DIR=${KERNELLAB_CACHE_DIR:-$(mktemp -d)}
+PY=${PYTHON:-python3}
+for wheels in ../.whl .whl; do
+  if compgen -G "$wheels/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        "$wheels"/*.whl || exit 1
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    break
+  fi
+done
+if ! command -v bwrap >/dev/null && [ -z "${KERNELLAB_BWRAP:-}" ]; then
+  for deb in ../.whl/bubblewrap_*.deb .whl/bubblewrap_*.deb; do
+    [ -f "$deb" ] && dpkg -x "$deb" /tmp/bwrap && export KERNELLAB_BWRAP=/tmp/bwrap/usr/bin/bwrap && break
+  done
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader \
+  >"$OUT/gpu.txt" 2>&1
+report=$OUT/level1-h200.json
+[ -f docs/benchmarks/level1-h200.json ] && cp docs/benchmarks/level1-h200.json "$report"
+db=$OUT/level1.sqlite3
+[ -n "${DB:-}" ] && [ -f "$DB" ] && cp "$DB" "$db"
+max=${MAX_SECONDS:-240}
+knobs=(--database "sqlite:///$db" --limit "${LIMIT:-25}" --candidates "${CANDIDATES:-3}" --max-seconds "$max")
+[ -n "${JOBS_IN_FLIGHT:-}" ] && knobs+=(--jobs-in-flight "$JOBS_IN_FLIGHT")
+[ -n "${POOL_SIZE:-}" ] && knobs+=(--pool-size "$POOL_SIZE")
+status=0
+# The outer timeout is a backstop: --max-seconds cuts the waits itself; the report is saved per batch.
+timeout $((max + 60)) "$PY" manage.py bench_suite --device cuda --json "$report" "${knobs[@]}" \
+  >"$OUT/level1.txt" 2>"$OUT/level1.err" || status=1
+cat "$OUT/level1.txt"; tail -n 30 "$OUT/level1.err"
+exit $status

@@ -1,0 +1,117 @@
+"""`python manage.py bench_suite`: a KernelBench level through the worker path, resumable.
+
+    python manage.py bench_suite --device cuda --limit 25 --json docs/benchmarks/level1-h200.json
+
+On a temporary SQLite file by default (or `--database URL`, migrated first), as bench_evaluator:
+the level's files are imported into a suite, then up to --limit problems not yet done in the JSON
+(those whose family the playbook knows first) are validated by a child `manage.py evaluator`,
+re-timed with triton's do_bench in a sandbox, and searched with the playbook; the JSON is
+rewritten after each batch, so a run stopped by --max-seconds loses at most its last batch.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from evaluation.worker import NameInUse, check_name_free, default_name
+from searches import services, suite_bench
+from searches.foreground import EvaluatorChild
+from searches.models import Device
+
+DEFAULT_PROBLEMS = suite_bench.FIXTURE / "level1"
+
+
+class Command(BaseCommand):
+    help = "Validate, re-time and playbook-search a KernelBench level through the evaluator, resumably."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--problems", default=str(DEFAULT_PROBLEMS),
+                            help="a folder of KernelBench problem files (default: the fixture's level1)")
+        parser.add_argument("--suite", default="KernelBench level 1", help="the suite's name")
+        parser.add_argument("--json", required=True, help="the progress report: read, extended, rewritten")
+        parser.add_argument("--device", choices=Device.values, default=settings.RUNNER_DEVICE,
+                            help=f"default RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r}")
+        parser.add_argument("--limit", type=int, default=25, help="problems to do in this run (0: all left)")
+        parser.add_argument("--candidates", type=int, default=4,
+                            help="each playbook search's candidate budget (default 4)")
+        parser.add_argument("--batch", type=int, default=0,
+                            help="problems validated together (default: the worker's jobs in flight)")
+        parser.add_argument("--max-seconds", type=float, default=3600.0,
+                            help="start no batch after this long; pause what still runs (default 3600)")
+        parser.add_argument("--jobs-in-flight", type=int, default=None, help="default RUNNER_JOBS_IN_FLIGHT")
+        parser.add_argument("--pool-size", type=int, default=None, help="default RUNNER_POOL_SIZE")
+        parser.add_argument("--database", default="", help="a DATABASE_URL instead of a temporary SQLite file")
+        parser.add_argument("--here", action="store_true", help="(internal) run in this process's database")
+
+    def handle(self, *args, **opts):
+        if not opts["here"]:
+            sys.exit(self._in_child(opts))
+        began = time.monotonic()
+        device = opts["device"]
+        path = Path(opts["json"])
+        report = suite_bench.load_report(path)
+        root = Path(opts["problems"])
+        if not root.is_dir():
+            raise CommandError(f"{root}: not a folder")
+        # Named under the folder's own name (level1/...), so the suite keeps each problem's level.
+        files = [(f"{root.name}/{name}", raw) for name, raw in services.files_from_folder(root)]
+        imported = services.suite_import(user=None, suite_name=opts["suite"], files=files, device=device)
+        missing = {Path(row.file).name: row.missing_modules for row in imported.rows}
+        self.stderr.write(f"suite “{imported.suite.name}”: {imported.counts}")
+        pool_size = opts["pool_size"] or settings.RUNNER_POOL_SIZE
+        jobs_in_flight = opts["jobs_in_flight"] or settings.RUNNER_JOBS_IN_FLIGHT
+        worker = EvaluatorChild(name=default_name(device) + "-suite", device=device, pool_size=pool_size,
+                                jobs_in_flight=jobs_in_flight)
+        try:
+            check_name_free(worker.name)
+        except NameInUse as error:
+            raise CommandError(f"{error} (another bench_suite on this host and device)") from None
+        call = {"started_at": timezone.now().isoformat(), "device": device, "limit": opts["limit"],
+                "candidates": opts["candidates"], "jobs_in_flight": jobs_in_flight, "pool_size": pool_size,
+                "max_seconds": opts["max_seconds"]}
+        report.update(suite=imported.suite.name, problems_in_suite=len(imported.rows))
+        report.setdefault("calls", []).append(call)
+        bench = suite_bench.Bench(report=report, report_path=path, suite=imported.suite,
+                                  sweep_name=imported.suite.name + suite_bench.SWEEP_SUFFIX, device=device,
+                                  candidates=opts["candidates"], deadline=began + opts["max_seconds"],
+                                  say=self.stderr.write, missing=missing)
+        todo = bench.todo(opts["limit"])
+        call["planned"] = [Path(m.file_name).name for m in todo]
+        self.stderr.write(f"{len(todo)} problems this run, on {device} "
+                          f"({sum(1 for r in report['problems'].values() if r.get('done'))} done before)")
+        if todo:
+            with worker:
+                bench.run(todo, opts["batch"] or jobs_in_flight, worker)
+        call["finished_at"] = timezone.now().isoformat()
+        call["wall_s"] = round(time.monotonic() - began, 1)
+        report["summary"] = suite_bench.summary(report)
+        suite_bench.save_report(path, report)
+        for line in suite_bench.table(report):
+            self.stdout.write(line)
+        left = len(imported.rows) - report["summary"]["done"]
+        self.stdout.write(f"done {report['summary']['done']} of {len(imported.rows)}; {left} left")
+
+    def _in_child(self, opts) -> int:
+        """Run again with --here on the chosen database: settings are read once, at start-up."""
+        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "bench_suite", "--here"]
+        for name in ("problems", "suite", "json", "device", "limit", "candidates", "batch", "max_seconds",
+                     "jobs_in_flight", "pool_size"):
+            if opts[name] is not None:
+                argv += [f"--{name.replace('_', '-')}", str(opts[name])]
+        env = dict(os.environ, RUNNER_DEVICE=opts["device"])
+        migrate = [sys.executable, str(settings.BASE_DIR / "manage.py"), "migrate", "--noinput", "-v", "0"]
+        if opts["database"]:
+            env["DATABASE_URL"] = opts["database"]
+            subprocess.run(migrate, env=env, check=True)
+            return subprocess.run(argv, env=env).returncode
+        with tempfile.TemporaryDirectory(prefix="kernellab-suite-") as folder:
+            env["DATABASE_URL"] = f"sqlite:///{folder}/suite.sqlite3"
+            subprocess.run(migrate, env=env, check=True)
+            return subprocess.run(argv, env=env).returncode

@@ -1,0 +1,365 @@
+"""A KernelBench level through the product's own path, resumable: `manage.py bench_suite`.
+
+The level's files are imported into a suite (services.suite_import); a slice of its problems is
+validated as EvaluationJobs taken by a real evaluator child (eager and torch.compile baselines);
+each validated problem's eager model is timed once more by `triton.testing.do_bench` inside a
+runner sandbox, with nothing else running (a problem's code never runs in this process); then
+each problem whose family the playbook knows gets a small playbook search (services.search_start
+and the engine, as `manage.py search` runs it) and joins a second suite, whose fast_p and
+geomean are the suite page's own (selectors.suite_scores).
+
+Progress lives in a JSON report that each run reads and extends: problems done are skipped.
+"""
+
+import ast
+import json
+import threading
+import time
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+import runner
+from searches import selectors, services
+from searches.engine import kick
+from searches.foreground import EvaluatorChild, orchestrate
+from searches.models import Device, EvaluationJob, Problem, Search, Suite
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernelbench"
+SWEEP_SUFFIX = " (playbook sweep)"
+WAITING = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
+PENDING_JOBS = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
+DO_BENCH_TARGET = 0.03  # the eager baseline within 3% of do_bench, measured alone
+
+# Static guesses, only to order the work (families the playbook knows first); the family a
+# search uses is the one validation reports from the traced forward.
+_GUESSES = (
+    ("loss", ("loss", "cross_entropy", "kl_div", "nll", "margin", "triplet", "hinge")),
+    ("other", ("conv_transpose", "ConvTranspose", "Conv1d", "Conv3d", "conv1d", "conv3d", "log_softmax",
+               "LogSoftmax", "scaled_dot_product", "pool", "Pool", "BatchNorm", "InstanceNorm", "GroupNorm",
+               "cumsum", "cumprod", "argmax", "argmin", "triu", "tril", "diag")),
+    ("conv2d", ("Conv2d", "conv2d")),
+    ("softmax", ("softmax", "Softmax")),
+    ("layernorm", ("LayerNorm", "layer_norm")),
+    ("matmul", ("matmul", "mm", "bmm", "einsum", "Linear", "linear", "MatMult")),
+    ("reduction", ("sum", "mean", "max", "min", "prod", "norm", "amax", "amin", "var", "std")),
+)
+
+
+def family_guess(source: str) -> str:
+    """A cheap guess of the op family from the names forward uses (never runs the source)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "other"
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            names.add("MatMult")
+    for family, words in _GUESSES:
+        if any(word in name for name in names for word in words if len(word) > 3) or names & set(words):
+            return family
+    return "elementwise"
+
+
+def known_first(members, guesses: dict) -> list:
+    """The suite's members, those whose guessed family the playbook knows first, each group in
+    KernelBench order."""
+    from proposers.playbook import FAMILY_NAMES
+
+    return sorted(members, key=lambda m: (guesses[m.pk] not in FAMILY_NAMES, m.level or 0, m.number or 0, m.pk))
+
+
+def load_report(path: Path) -> dict:
+    if path and path.exists():
+        return json.loads(path.read_text())
+    return {"suite": "", "problems": {}, "calls": []}
+
+
+def save_report(path: Path, report: dict) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        tmp.replace(path)
+
+
+def published_baselines(level: int) -> dict:
+    """KernelBench's published H100 baselines (ms, eager and torch.compile), by file name."""
+    folder = FIXTURE / "results" / "timing" / "H100_Modal"
+    out = {}
+    for key, name in (("eager", "baseline_time_torch.json"), ("compile", "baseline_time_torch_compile_inductor_default.json")):
+        path = folder / name
+        data = json.loads(path.read_text()).get(f"level{level}", {}) if path.exists() else {}
+        for file, row in data.items():
+            out.setdefault(file, {})[key] = row.get("mean")
+    return out
+
+
+class Engines:
+    """Several searches advanced in threads of this process, each woken by its own kicks (the
+    foreground engine of `manage.py search`, one thread per search)."""
+
+    def __init__(self):
+        self.events: dict[int, threading.Event] = {}
+        self.threads: list[threading.Thread] = []
+
+    def _kick(self, search_id: int) -> None:
+        event = self.events.get(search_id)
+        if event is not None:
+            event.set()
+        # a search not started here yet: its thread runs a first advance when it starts
+
+    def __enter__(self):
+        kick.set_kicker(self._kick)
+        return self
+
+    def start(self, search_id: int) -> None:
+        event = self.events[search_id] = threading.Event()
+        event.set()
+        thread = threading.Thread(target=orchestrate, args=(search_id, event), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def __exit__(self, *exc):
+        for event in self.events.values():
+            event.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
+        kick.set_kicker(None)
+
+
+class Bench:
+    """One run: what to do next, and each step through the product's services."""
+
+    def __init__(self, *, report: dict, report_path, suite: Suite, sweep_name: str,
+                 device: str, candidates: int, deadline: float, say, missing: dict):
+        self.report, self.path, self.suite = report, report_path, suite
+        self.worker: EvaluatorChild | None = None  # set by run()
+        self.sweep_name, self.device, self.candidates = sweep_name, device, candidates
+        self.deadline, self.say = deadline, say
+        self.missing = missing  # file -> modules its source imports that are not installed
+        self.published: dict[int, dict] = {}  # level -> KernelBench's H100 baselines by file
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def todo(self, limit: int) -> list:
+        members = list(self.suite.members.select_related("problem"))
+        guesses = {m.pk: family_guess(m.problem.source) for m in members}
+        done = {file for file, row in self.report["problems"].items() if row.get("done")}
+        ordered = [m for m in known_first(members, guesses) if _file(m) not in done]
+        for m in ordered:
+            m.guess = guesses[m.pk]
+        return ordered[:limit] if limit else ordered
+
+    def run(self, members: list, batch: int, worker: EvaluatorChild) -> None:
+        self.worker = worker
+        longest = 0.0
+        for start in range(0, len(members), batch):
+            # No batch that would likely be cut by the deadline: it would be done again next run.
+            if self.left() <= 0 or self.left() < 0.8 * longest:
+                self.say(f"{self.left():.0f} s left, a batch took {longest:.0f} s: the rest stays for the next run")
+                return
+            began = time.monotonic()
+            self.batch(members[start:start + batch])
+            longest = max(longest, time.monotonic() - began)
+
+    def batch(self, members: list) -> None:
+        problems = [m.problem for m in members]
+        for problem in problems:
+            problem.refresh_from_db()
+            if problem.validation_status in WAITING and not problem.jobs.filter(
+                    purpose=EvaluationJob.Purpose.VALIDATE, status__in=PENDING_JOBS).exists():
+                services.problem_request_validation(problem=problem, user=None)
+        self.say(f"validating {', '.join(_file(m) for m in members)}")
+        self.worker.wait(lambda: self.left() <= 0 or not Problem.objects.filter(
+            pk__in=[p.pk for p in problems], validation_status__in=WAITING).exists())
+        for m in members:
+            m.problem.refresh_from_db()
+            self.row(m).update(validation=_validation(m.problem), family=m.problem.family,
+                               missing_modules=self.missing.get(_file(m), []))
+        valid = [m for m in members if m.problem.validation_status == Problem.Validation.OK]
+        for m, result in zip(valid, self.do_bench([m.problem for m in valid])):
+            self.row(m)["do_bench"] = result
+        self.searches([m for m in members if m.problem.validation_status == Problem.Validation.OK])
+        for m in members:
+            self.finish(m)
+        self.scores()
+        save_report(self.path, self.report)
+
+    def row(self, member) -> dict:
+        file = _file(member)
+        row = self.report["problems"].setdefault(file, {})
+        row.update(level=member.level, number=member.number, file=file, name=member.problem.name,
+                   family_guess=getattr(member, "guess", None))
+        if member.level is not None:
+            if member.level not in self.published:
+                self.published[member.level] = published_baselines(member.level)
+            row["h100_ms"] = self.published[member.level].get(file, {})
+        return row
+
+    def do_bench(self, problems: list) -> list[dict]:
+        """Each problem's eager model timed by triton's do_bench (and the runner's timer) in a sandbox
+        of its own, one after another, alone on the device: the worker has nothing queued, and every
+        sandbox is warm (torch imported, CUDA initialised) before the first one times."""
+        if self.device != Device.CUDA:
+            return [{"status": "skipped", "reason": "triton.testing.do_bench needs CUDA"} for _ in problems]
+        results = []
+        with runner.Pool(device=self.device, size=0) as pool:
+            sandboxes = [pool.take() for _ in problems]
+            for sandbox in sandboxes:
+                sandbox.wait_ready()
+            for problem, sandbox in zip(problems, sandboxes):
+                if self.left() <= 0:
+                    sandbox.discard()
+                    results.append({})
+                    continue
+                # The problem's own Model, judged as the kernel: the eager forward that validation timed.
+                kernel = problem.source + "\n\nModelNew = Model\n"
+                outcome = sandbox.run({"job": "do_bench", "device": self.device, "seed": 0,
+                                       "problem_source": problem.source, "kernel_source": kernel}, 300)
+                result = outcome.result or {"status": "error", "reason": outcome.reason}
+                eager = problem.baseline.get("eager_ms")
+                if result.get("do_bench_ms") and eager:
+                    result["eager_vs_do_bench"] = (eager - result["do_bench_ms"]) / result["do_bench_ms"]
+                    result["within_target"] = abs(result["eager_vs_do_bench"]) <= DO_BENCH_TARGET
+                results.append(result)
+        return results
+
+    def searches(self, members: list) -> None:
+        started = []
+        with Engines() as engines:
+            for m in members:
+                reason = selectors.search_proposer_unavailable(problem=m.problem, proposer="playbook",
+                                                               device=self.device)
+                if reason or self.left() <= 0:
+                    self.row(m)["search"] = {"status": "skipped", "reason": reason or "time is up"}
+                    continue
+                services.suite_import(user=None, suite_name=self.sweep_name, device=self.device,
+                                      files=[(_file(m), m.problem.source.encode())])
+                try:
+                    search = services.search_start(
+                        problem=m.problem, user=None, proposer="playbook", device=self.device, rounds=1,
+                        parents_per_round=1, ideas_per_parent=max(1, self.candidates - 1), kernels_per_idea=1,
+                        max_candidates=self.candidates, name=f"{self.sweep_name}: {m.problem.name}")
+                except ValidationError as error:
+                    self.row(m)["search"] = {"status": "refused", "reason": " ".join(error.messages)}
+                    continue
+                engines.start(search.id)
+                started.append((m, search))
+            ids = [s.id for _, s in started]
+            self.worker.wait(lambda: self.left() <= 0 or not _active(ids))
+        for m, search in started:
+            search.refresh_from_db()
+            cut = search.status in Search.ACTIVE or _active([search.id])  # by this run's deadline
+            if search.status in Search.ACTIVE:
+                services.search_pause(search=search, user=None)
+                search.refresh_from_db()
+            best = selectors.search_leaderboard(search=search, limit=1)
+            self.row(m)["search"] = {
+                "status": search.status, "stop_reason": search.stop_reason, "code": str(search.code),
+                "candidates": search.candidates_evaluated, "verdicts": selectors.search_counts(search=search),
+                "best_ms": best[0].median_ms if best else None,
+                "best_kernel": best[0].name if best else None,
+                "speedup_vs_eager": best[0].speedup_vs_eager if best else None,
+                "speedup_vs_compile": best[0].speedup_vs_compile if best else None, "cut_by_deadline": cut,
+            }
+
+    def finish(self, member) -> None:
+        row = self.row(member)
+        status = (row.get("validation") or {}).get("status")
+        search = (row.get("search") or {}).get("status")
+        if status in WAITING:
+            row["done"] = False  # time ran out before its validation ended
+        elif status != Problem.Validation.OK:
+            row["done"] = True
+        else:
+            # A search the engine paused itself (the playbook could not read the problem) is an outcome.
+            row["done"] = bool(row.get("do_bench")) and search is not None and not row["search"].get("cut_by_deadline") \
+                and row["search"].get("reason") != "time is up"
+
+
+    def scores(self) -> None:
+        """The sweep suite's scores as its page shows them (this database's searches)."""
+        sweep = Suite.objects.filter(name=self.sweep_name).first()
+        if sweep is None:
+            return
+        export = selectors.suite_scores_export(sweep)
+        self.report["sweep"] = {
+            "suite": sweep.name, "measured_at": timezone.now().isoformat(),
+            "scores": [{key: score[key] for key in ("device_name", "problems", "fast_p", "geomean", "counts")}
+                       | {"rows": [{k: r[k] for k in ("number", "file", "outcome", "speedup_vs_eager",
+                                                       "speedup_vs_compile")} for r in score["rows"]]}
+                       for score in export["scores"]],
+        }
+
+
+def _file(member) -> str:
+    return Path(member.file_name).name
+
+
+def _active(search_ids: list[int]) -> bool:
+    if Search.objects.filter(pk__in=search_ids, status__in=Search.ACTIVE).exists():
+        return True
+    return EvaluationJob.objects.filter(kernel__search_id__in=search_ids, status__in=PENDING_JOBS).exists()
+
+
+def _validation(problem: Problem) -> dict:
+    baseline = problem.baseline
+    return {"status": problem.validation_status, "reason": problem.validation_reason,
+            "eager_ms": baseline.get("eager_ms"), "compile_ms": baseline.get("compile_ms"),
+            "noisy": (problem.validation or {}).get("noisy"),
+            "device_name": (problem.validation or {}).get("environment", {}).get("device_name")}
+
+
+def summary(report: dict) -> dict:
+    rows = list(report["problems"].values())
+    done = [r for r in rows if r.get("done")]
+    statuses = {}
+    for r in done:
+        key = (r.get("validation") or {}).get("status")
+        statuses[key] = statuses.get(key, 0) + 1
+    benched = [r["do_bench"] for r in done if (r.get("do_bench") or {}).get("eager_vs_do_bench") is not None]
+    searched = [r for r in done if (r.get("search") or {}).get("status") not in (None, "skipped", "refused")]
+    return {"done": len(done), "validation": statuses, "do_bench_measured": len(benched),
+            "do_bench_within_3pct": sum(1 for b in benched if b.get("within_target")),
+            "playbook_searches": len(searched)}
+
+
+def table(report: dict) -> list[str]:
+    """The report as terminal lines, one per problem done, in KernelBench order."""
+    lines = [f"{'#':>3} {'problem':<40} {'valid':<7} {'family':<12} {'eager':>8} {'compile':>8} {'do_bench':>8} "
+             f"{'diff':>6} {'H100':>7} {'best':>8} {'x eager':>7} {'x comp':>7}"]
+
+    def ms(value):
+        return f"{value:.3f}" if isinstance(value, (int, float)) else "-"
+
+    def x(value):
+        return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
+
+    for row in sorted(report["problems"].values(), key=lambda r: (r.get("level") or 0, r.get("number") or 0)):
+        v, b, s = row.get("validation") or {}, row.get("do_bench") or {}, row.get("search") or {}
+        diff = b.get("eager_vs_do_bench")
+        lines.append(
+            f"{row.get('number') or '':>3} {row['file'][:40]:<40} {str(v.get('status'))[:7]:<7} "
+            f"{(row.get('family') or '-')[:12]:<12} {ms(v.get('eager_ms')):>8} {ms(v.get('compile_ms')):>8} "
+            f"{ms(b.get('do_bench_ms')):>8} {f'{diff:+.1%}' if diff is not None else '-':>6} "
+            f"{ms((row.get('h100_ms') or {}).get('eager')):>7} {ms(s.get('best_ms')):>8} "
+            f"{x(s.get('speedup_vs_eager')):>7} {x(s.get('speedup_vs_compile')):>7}")
+        if v.get("status") not in (None, "ok"):
+            lines.append(f"    {v.get('status')}: {(v.get('reason') or '')[:150]}")
+        if v.get("noisy"):
+            lines.append(f"    baseline marked noisy: {v['noisy'][:150]}")
+    for score in (report.get("sweep") or {}).get("scores", []):
+        for baseline in ("eager", "compile"):
+            fast = score["fast_p"][baseline]
+            lines.append(f"sweep on {score['device_name']} vs {baseline}: " + ", ".join(
+                f"{label} {fast[label]['count']}/{score['problems']}" for label in ("fast_0", "fast_1", "fast_2"))
+                + f", geomean {x(score['geomean'][baseline])}")
+    return lines
