@@ -180,3 +180,30 @@ def test_the_key_covers_kernel_problem_flags_and_device(monkeypatch):
     assert base != buildcache.key("kernel", "problem", "cpu", {**env, "torch": "2.12.0"})
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
     assert base != buildcache.key("kernel", "problem", "cpu", env)
+
+
+# --- build priority ---------------------------------------------------------------------------
+
+# Correct only if its import (the build phase) ran at SCHED_IDLE, nice 19, could not get out of
+# either, and its forward (after the device grant) runs at normal priority again.
+PRIORITY_PROBE = sources.SILU_KERNEL.replace("class ModelNew", '''
+BUILD_POLICY = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
+ESCAPED = []
+for _attempt in (lambda: os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)),
+                 lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)):
+    try:
+        _attempt()
+        ESCAPED.append(True)
+    except OSError:
+        pass
+
+
+class ModelNew''', 1).replace("LIB.silu(x.data_ptr(), y.data_ptr(), x.numel())", '''idle = BUILD_POLICY == (os.SCHED_IDLE, 19) and not ESCAPED
+        normal = os.sched_getscheduler(0) == os.SCHED_OTHER and os.getpriority(os.PRIO_PROCESS, 0) == 0
+        LIB.silu(x.data_ptr(), y.data_ptr(), x.numel() if idle and normal else 0)''')
+
+
+@needs_bwrap
+def test_builds_run_idle_and_cannot_leave_it_and_the_device_phases_run_normally(cpu_pool):
+    result = cpu_pool.evaluate(sources.SILU_PROBLEM, PRIORITY_PROBE, seed=5, timeout=300)
+    assert result["status"] == "correct", result["reason"] + result.get("log", "")
