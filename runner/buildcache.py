@@ -273,10 +273,13 @@ class Builds:
     sandbox has exited. `state` is what the verdict says: off, hit, miss or published."""
 
     def __init__(self, sandbox, job: dict, environment: dict):
-        self.held, self.key, self.state, self.restore_s = None, None, "off", None
+        self.held, self.key, self.state, self.restore_s, self.warm_wait_s = None, None, "off", None, 0.0
         if not enabled() or not uses_extensions(job.get("kernel_source", "")):
             return
-        if sandbox.wait_ready() is None:
+        waited = time.monotonic()
+        ready = sandbox.wait_ready()
+        self.warm_wait_s = time.monotonic() - waited  # counted as the sandbox's warm wait
+        if ready is None:
             return
         self.held = hold(sandbox)
         if self.held is None:

@@ -129,7 +129,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
     noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
     result["noisy"] = "; ".join(noisy) or None
-    result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
+    result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait + builds.warm_wait_s)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
