@@ -179,11 +179,12 @@ ANTHROPIC_TIMEOUT = env_float("ANTHROPIC_TIMEOUT", 300)
 # Evaluation workers.
 RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evaluator serves
 # Jobs one evaluator runs at once: on a GPU the next candidates build while one holds the device.
-# Builds need cores, not the device (they run at idle priority, runner/compile.py), and a load_inline
-# build keeps about two cores busy for a minute, so a GPU host runs three jobs per four cores
-# (12 on 16 cores); the device lock still lets one at a time onto the GPU. One warm sandbox per job.
+# Builds need cores, not the device (they run at idle priority, runner/compile.py, so they never slow
+# the candidate being timed), and a load_inline build keeps one or two cores busy for a minute: a GPU
+# host runs one job per core (16 on 16 cores, at most 16); the device lock still lets one at a time
+# onto the GPU, and a job waiting for it holds a warm sandbox but no core. One warm sandbox per job.
 RUNNER_JOBS_IN_FLIGHT = env_int("RUNNER_JOBS_IN_FLIGHT",
-                                max(4, min(16, (os.cpu_count() or 4) * 3 // 4)) if RUNNER_DEVICE == "cuda" else 1)
+                                max(4, min(16, os.cpu_count() or 4)) if RUNNER_DEVICE == "cuda" else 1)
 RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", RUNNER_JOBS_IN_FLIGHT if RUNNER_DEVICE == "cuda" else 1)
 RUNNER_TIMEOUT = env_float("RUNNER_TIMEOUT", 300)
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 600)
