@@ -80,8 +80,22 @@ def make_cache_dirs() -> None:
 # device grant the parent puts every thread of it back to normal priority for the GPU phases.
 
 def idle_builds() -> bool:
-    """KERNELLAB_BUILD_PRIORITY=idle (the default) or normal."""
-    return os.environ.get("KERNELLAB_BUILD_PRIORITY", "idle") != "normal"
+    """KERNELLAB_BUILD_PRIORITY=idle (the default) or normal; idle only where this process may
+    raise the sandbox again (CAP_SYS_NICE), else its timed phase would stay idle too."""
+    return os.environ.get("KERNELLAB_BUILD_PRIORITY", "idle") != "normal" and _may_renice()
+
+
+CAP_SYS_NICE = 23
+
+
+def _may_renice() -> bool:
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_NICE & 1)
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def promote(cgroups) -> int:
