@@ -122,17 +122,31 @@ def hold(sandbox) -> Held | None:
     if sandbox.isolation != "bwrap" or sandbox.slot is None:
         return None
     inside = cache_env(INSIDE_ROOT, create=False)["TORCH_EXTENSIONS_DIR"]
-    try:  # the outer bubblewrap's only child lives in the sandbox's namespaces
-        pid = sandbox.process.pid
-        inner = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    try:
+        inner = _inner_pid(sandbox)
         fd = os.open(f"/proc/{inner}/root{inside}", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, TypeError):
         return None
     info = os.fstat(fd)
     if info.st_uid != sandbox.slot.uid or not stat.S_ISDIR(info.st_mode):
         os.close(fd)
         return None
     return Held(fd, sandbox.slot.uid)
+
+
+def _inner_pid(sandbox) -> int | None:
+    """The outer bubblewrap's only child, which lives in the sandbox's namespaces."""
+    pid = sandbox.process.pid
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    for folder in sandbox.cgroups.folders() if sandbox.cgroups else []:  # without /proc/.../children
+        for candidate in (folder / "cgroup.procs").read_text().split():
+            fields = Path(f"/proc/{candidate}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                return int(candidate)
+    return None
 
 
 # --- restore ---------------------------------------------------------------------------------
@@ -280,6 +294,7 @@ class Builds:
         ready = sandbox.wait_ready()
         self.warm_wait_s = time.monotonic() - waited  # counted as the sandbox's warm wait
         if ready is None:
+            sandbox.messages.put(None)  # the end-of-messages mark it took: the run must see it too
             return
         self.held = hold(sandbox)
         if self.held is None:
