@@ -178,9 +178,14 @@ ANTHROPIC_TIMEOUT = env_float("ANTHROPIC_TIMEOUT", 300)
 
 # Evaluation workers.
 RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evaluator serves
-RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", 8 if RUNNER_DEVICE == "cuda" else 1)
 # Jobs one evaluator runs at once: on a GPU the next candidates build while one holds the device.
-RUNNER_JOBS_IN_FLIGHT = env_int("RUNNER_JOBS_IN_FLIGHT", 4 if RUNNER_DEVICE == "cuda" else 1)
+# Builds need cores, not the device (they run at idle priority, runner/compile.py, so they never slow
+# the candidate being timed), and a load_inline build keeps one or two cores busy for a minute: a GPU
+# host runs one job per core (16 on 16 cores, at most 16); the device lock still lets one at a time
+# onto the GPU, and a job waiting for it holds a warm sandbox but no core. One warm sandbox per job.
+RUNNER_JOBS_IN_FLIGHT = env_int("RUNNER_JOBS_IN_FLIGHT",
+                                max(4, min(16, os.cpu_count() or 4)) if RUNNER_DEVICE == "cuda" else 1)
+RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", RUNNER_JOBS_IN_FLIGHT if RUNNER_DEVICE == "cuda" else 1)
 RUNNER_TIMEOUT = env_float("RUNNER_TIMEOUT", 300)
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)

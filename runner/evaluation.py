@@ -10,7 +10,7 @@ import os
 import random
 import time
 
-from . import baselines, quarantine, schema, watchdog
+from . import baselines, buildcache, quarantine, schema, watchdog
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
 from .errors import DeviceBusy, ProblemInvalid, RunnerError
@@ -102,7 +102,13 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
-    outcome, sandbox = _run(pool, job, timeout)
+    # --- load_inline build cache (runner/buildcache.py): restored before the job, published after exit
+    sandbox = pool.take()
+    builds = buildcache.Builds(sandbox, job, environment)
+    outcome = sandbox.run(job, timeout)
+    builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
+    result["build_cache"] = builds.describe()
+    # --- end build cache
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
         result.update(status=outcome.status, reason=outcome.reason,
@@ -123,7 +129,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
     noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
     result["noisy"] = "; ".join(noisy) or None
-    result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait)
+    result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait + builds.warm_wait_s)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
@@ -142,7 +148,8 @@ def empty_verdict(seed: int | None) -> dict:
             "correctness": None, "timing": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
-            "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None}
+            "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
+            "build_cache": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

@@ -192,7 +192,8 @@ class Sandbox:
                                       extra_paths=compiling.toolchain_homes(self.device))
             work = os.path.join(self.inside_root, "work")
             plan = {"cgroups": [str(f) for f in self.cgroups.folders()],
-                    "rlimits": limits.rlimits(self.limits, self.device, self.cgroups)}
+                    "rlimits": limits.rlimits(self.limits, self.device, self.cgroups),
+                    "idle": compiling.idle_builds() and self.cgroups.folders() != []}  # build priority
             command = [sys.executable, "-I", "-S", str(Path(__file__).with_name("launch.py")), json.dumps(plan),
                        *bwrap.args, "--chdir", "/", "--", *bwrap.drop(),
                        "/bin/sh", "-c", f'mkdir -p "{work}" && cd "{work}" && exec "$@"', "sh", *command]
@@ -313,6 +314,7 @@ class Sandbox:
                     waited = time.monotonic()
                     lock = DeviceLock(self.device).acquire()
                     deadline += time.monotonic() - waited
+                    compiling.promote(self.cgroups)  # build priority: the GPU phases run at normal priority
                     self._send({"go": True})
                 elif message.get("kind") == "verdict":
                     result = message.get("result")

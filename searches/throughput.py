@@ -86,7 +86,8 @@ def _finished(search_id: int) -> bool:
 def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict) -> dict:
     """The report: what was judged inside the window, how fast, and where the time went."""
     runs = list(BenchmarkRun.objects.filter(job__kernel__search=search, created_at__gte=began_at,
-                                            created_at__lte=ended_at).select_related("job").order_by("id"))
+                                            created_at__lte=ended_at).select_related("job", "job__kernel")
+                .order_by("id"))
     phases = {label: [] for label in ("queue wait", *(label for label, _ in PHASES))}
     holding = 0.0
     for run in runs:
@@ -104,6 +105,11 @@ def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict
     failed = EvaluationJob.objects.filter(kernel__search=search, status=EvaluationJob.Status.FAILED,
                                           finished_at__gte=began_at, finished_at__lte=ended_at).count()
     device_names = sorted({run.device_name for run in runs if run.device_name})
+    builds = {}
+    for run in runs:
+        state = ((run.result or {}).get("build_cache") or {}).get("state")
+        if state:
+            builds[state] = builds.get(state, 0) + 1
     return {
         "problem": search.problem.catalog_key or search.problem.name,
         "search": str(search.code), "search_status": search.status,
@@ -112,8 +118,41 @@ def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict
         "phases": {label: _stats(values) for label, values in phases.items()},
         "device_busy_share": round(holding / wall_s, 4) if wall_s else None,
         "verdicts": verdicts,
+        "build_cache": builds,
+        "timed_under_builds": timed_under_builds(runs),
         "settings": {**settings, "device_name": ", ".join(device_names)},
     }
+
+
+def _windows(run) -> tuple[float, float, float, float] | None:
+    """(build start, build end, timing start, timing end) in epoch seconds, from the job's start and
+    the run's phases (the few milliseconds of parent work before the sandbox are not counted)."""
+    phases = (run.result or {}).get("phases") or {}
+    if not run.job.started_at or not all(isinstance(phases.get(k), (int, float)) for k in
+                                         ("build_s", "device_wait_s", "correctness_s", "timing_s")):
+        return None
+    build = run.job.started_at.timestamp() + float(phases.get("warm_wait_s") or 0.0)
+    built = build + phases["build_s"]
+    timed = built + phases["device_wait_s"] + phases["correctness_s"]
+    return build, built, timed, timed + phases["timing_s"]
+
+
+def timed_under_builds(runs: list) -> list[dict]:
+    """Per correct run: its median and how many other candidates' compiles (load_inline builds that
+    did not come from the cache) overlapped its timing window: contention (a) of issue 13."""
+    windows = {run.id: _windows(run) for run in runs}
+    compiling = [windows[r.id] for r in runs if windows[r.id] and
+                 ((r.result or {}).get("build_cache") or {}).get("state") in ("miss", "published")]
+    rows = []
+    for run in runs:
+        timing, window = (run.result or {}).get("timing") or {}, windows[run.id]
+        if run.status != "correct" or not window or not timing.get("median_ms"):
+            continue
+        overlapping = sum(1 for other in compiling if other is not window and other[0] < window[3]
+                          and other[1] > window[2])
+        rows.append({"kernel": run.job.kernel.name if run.job.kernel_id else "", "median_ms": timing["median_ms"],
+                     "builds_during_timing": overlapping})
+    return rows
 
 
 def _stats(values: list[float]) -> dict:
@@ -132,6 +171,7 @@ def table(report: dict) -> list[str]:
         f"{report['candidates_per_min']} candidates/min; jobs failed {report['jobs_failed']}",
         f"verdicts: {_counts(report['verdicts']) or 'none'}",
         f"device busy share: {_share(report['device_busy_share'])} (correctness + timing over wall time)",
+        f"load_inline build cache: {_counts(report.get('build_cache') or {}) or 'not used'}",
         f"{'phase':<12} {'n':>4} {'median s':>9} {'total s':>9}",
     ]
     for label, row in report["phases"].items():
@@ -250,3 +290,22 @@ def load_inline_sources(*, device: str, count: int) -> list[str]:
     """`count` distinct load_inline softmax kernels for a softmax problem on `device`."""
     template = _CUDA_SOFTMAX if device == "cuda" else _CPU_SOFTMAX
     return [template.format(index=index) for index in range(count)]
+
+
+def contention(loaded: dict, quiet: dict, *, builds: int = 8) -> dict:
+    """Medians of candidates timed while at least `builds` other compiles ran (the first pass of
+    distinct load_inline kernels) against the same kernels timed with no compile running (the
+    second pass, every build from the cache): within the quiet pass's own spread or not."""
+    quiet_ms = [row["median_ms"] for row in quiet.get("timed_under_builds", []) if row["builds_during_timing"] == 0]
+    loaded_ms = [row["median_ms"] for row in loaded.get("timed_under_builds", [])
+                 if row["builds_during_timing"] >= builds]
+    if not quiet_ms or not loaded_ms:
+        return {"builds_at_least": builds, "quiet_n": len(quiet_ms), "loaded_n": len(loaded_ms), "within": None}
+    centre = statistics.median(quiet_ms)
+    low, high = min(quiet_ms), max(quiet_ms)
+    return {"builds_at_least": builds, "quiet_n": len(quiet_ms), "loaded_n": len(loaded_ms),
+            "quiet_median_ms": centre, "quiet_spread": round((high - low) / centre, 5),
+            "loaded_median_ms": statistics.median(loaded_ms),
+            "loaded_vs_quiet": round(statistics.median(loaded_ms) / centre - 1, 5),
+            "loaded_outside_quiet_range": sum(1 for ms in loaded_ms if not low <= ms <= high),
+            "within": all(low <= ms <= high for ms in loaded_ms)}

@@ -35,6 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--candidates", type=int, default=30, help="the search's candidate budget (default 30)")
         parser.add_argument("--load-inline", type=int, default=0, metavar="N",
                             help="instead of a search's candidates: N distinct load_inline softmax kernels")
+        parser.add_argument("--no-cached-pass", action="store_true",
+                            help="with --load-inline: skip the second pass (the same N kernels again, built once)")
         parser.add_argument("--max-seconds", type=float, default=600.0,
                             help="close the window after this long, judged or not (default 600)")
         parser.add_argument("--jobs-in-flight", type=int, default=None, help="default RUNNER_JOBS_IN_FLIGHT")
@@ -62,19 +64,29 @@ class Command(BaseCommand):
         with worker:
             problem = validated(problem_for(problem_key, self.stderr.write), worker, self.stderr.write)
             self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight}, pool size {pool_size}…")
+            windows = []
             if opts["load_inline"]:
                 sources = throughput.load_inline_sources(device=device, count=opts["load_inline"])
-                window = throughput.run_load_inline(problem=problem, worker=worker, sources=sources,
-                                                    max_seconds=opts["max_seconds"])
+                passes = ["load_inline"] + ([] if opts["no_cached_pass"] else ["load_inline, cached"])
+                for mode in passes:  # the second time, every build comes from the cache
+                    windows.append((mode, throughput.run_load_inline(problem=problem, worker=worker, sources=sources,
+                                                                     max_seconds=opts["max_seconds"])))
             else:
-                window = throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
-                                               max_seconds=opts["max_seconds"])
-        report = throughput.measure(**window, settings={
-            "mode": "load_inline" if opts["load_inline"] else "search", "device": device,
-            "jobs_in_flight": jobs_in_flight, "pool_size": pool_size, "max_seconds": opts["max_seconds"],
-            "requested": opts["load_inline"] or opts["candidates"]})
-        for line in throughput.table(report):
-            self.stdout.write(line)
+                windows.append(("search", throughput.run_search(problem=problem, worker=worker,
+                                                                candidates=opts["candidates"],
+                                                                max_seconds=opts["max_seconds"])))
+        reports = [throughput.measure(**window, settings={
+            "mode": mode, "device": device, "jobs_in_flight": jobs_in_flight, "pool_size": pool_size,
+            "max_seconds": opts["max_seconds"], "requested": opts["load_inline"] or opts["candidates"]})
+            for mode, window in windows]
+        for report in reports:
+            for line in throughput.table(report):
+                self.stdout.write(line)
+        report = reports[0]
+        if len(reports) == 2:
+            report = {**reports[0], "cached_pass": reports[1],
+                      "contention": throughput.contention(reports[0], reports[1])}
+            self.stdout.write(f"contention: {report['contention']}")
         if opts["json"]:
             Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
@@ -83,6 +95,8 @@ class Command(BaseCommand):
         argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "bench_evaluator", "--here",
                 "--device", opts["device"], "--candidates", str(opts["candidates"]),
                 "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
+        if opts["no_cached_pass"]:
+            argv.append("--no-cached-pass")
         for name in ("problem", "jobs_in_flight", "pool_size", "json"):
             if opts[name]:
                 argv += [f"--{name.replace('_', '-')}", str(opts[name])]

@@ -1,0 +1,318 @@
+"""A shared cache of load_inline builds (torch's JIT extensions), so identical sources build once.
+
+The sandbox never sees the cache, not even read-only: an entry holds the kernel's sources
+(main.cpp, cuda.cu), and a view of the whole cache would let any candidate read every other
+kernel's code. Instead the parent, as root, works on the sandbox's own build folder
+(TORCH_EXTENSIONS_DIR in its private /tmp) through a directory descriptor it opens while the
+sandbox is warm and has run only the runner's code:
+- before the job is sent, a cached build for the job's key is checked (every file's size and
+  sha256 against the entry's manifest) and copied in, mtimes kept, owned by the slot's uid, so
+  torch's ninja finds everything up to date and runs no compiler;
+- after the sandbox has exited (every process of it gone, its tmpfs kept alive by that
+  descriptor alone), a build it made is copied out (regular files only, never through a link,
+  bounded in size) and published under the key with one rename: an entry is never overwritten.
+
+The key is the sha256 of the whole kernel file, the problem's (its code runs in the same
+sandbox and could rewrite the build it leaves behind), the compile flags the environment sets,
+the toolchain (C++ compiler and nvcc versions, torch, CUDA, Python) and the device (the arch).
+So an entry is only ever restored into a run of exactly the code that made it.
+
+Only bubblewrap sandboxes take part: their build folder has the same path in every sandbox,
+which ninja's up-to-date check needs. Written only by the parent; never imports torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+from .version import RUNNER_VERSION
+
+MANIFEST = "manifest.json"
+TREE = "tree"
+SKIP = ("lock",)  # torch's build lock: never part of a build
+FLAG_VARS = ("TORCH_CUDA_ARCH_LIST", "CC", "CXX", "CUDA_HOME", "CUDA_PATH", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS",
+             "CFLAGS", "CXXFLAGS", "LDFLAGS")
+ENV_KEYS = ("device_name", "torch", "cuda", "python", "runner_version")
+
+
+def enabled() -> bool:
+    return os.environ.get("KERNELLAB_BUILD_CACHE", "1") not in ("0", "false", "no")
+
+
+def entry_limit_bytes() -> int:
+    """The most one published build may hold (KERNELLAB_BUILD_CACHE_ENTRY_MB, default 512)."""
+    try:
+        return max(1, int(os.environ.get("KERNELLAB_BUILD_CACHE_ENTRY_MB", "512"))) * 1024 * 1024
+    except ValueError:
+        return 512 * 1024 * 1024
+
+
+FILES_MAX = 4096
+
+
+def cache_dir() -> Path:
+    """builds/ beside the baseline cache: KERNELLAB_CACHE_DIR if set, else the data folder."""
+    configured = os.environ.get("KERNELLAB_CACHE_DIR")
+    if configured:
+        return Path(configured) / "builds"
+    from .sandbox import data_dir
+
+    return Path(data_dir()) / "builds"
+
+
+def uses_extensions(kernel_source: str) -> bool:
+    return "cpp_extension" in kernel_source
+
+
+@functools.lru_cache(maxsize=4)
+def toolchain(device: str) -> str:
+    """The compilers' own version lines, as torch's build will call them (CXX, else c++; nvcc)."""
+    tools = [[os.environ.get("CXX") or "c++", "--version"]]
+    if device == "cuda":
+        from .compile import cuda_home
+
+        home = cuda_home()
+        tools.append([os.path.join(home, "bin", "nvcc") if home else "nvcc", "--version"])
+    lines = []
+    for command in tools:
+        try:
+            lines.append(subprocess.run(command, capture_output=True, text=True, timeout=30).stdout.strip())
+        except (OSError, subprocess.SubprocessError) as exc:
+            lines.append(f"{command[0]}: {type(exc).__name__}")
+    return "\n".join(lines)
+
+
+def key(kernel_source: str, problem_source: str, device: str, environment: dict) -> str:
+    parts = [RUNNER_VERSION, device, hashlib.sha256(kernel_source.encode()).hexdigest(),
+             hashlib.sha256(problem_source.encode()).hexdigest(), toolchain(device)]
+    parts += [f"{k}={environment.get(k)}" for k in ENV_KEYS]
+    parts += [f"{k}={os.environ.get(k, '')}" for k in FLAG_VARS]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+# --- the sandbox's build folder, held by the parent ------------------------------------------
+
+class Held:
+    """A directory descriptor of a sandbox's TORCH_EXTENSIONS_DIR and the uid that owns it."""
+
+    def __init__(self, fd: int, uid: int):
+        self.fd, self.uid = fd, uid
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def hold(sandbox) -> Held | None:
+    """Open the warm sandbox's build folder through its mount namespace; None where the cache
+    does not apply (plain processes, no slot) or the folder is not the slot's own."""
+    from .compile import cache_env
+    from .isolation import INSIDE_ROOT
+
+    if sandbox.isolation != "bwrap" or sandbox.slot is None:
+        return None
+    inside = cache_env(INSIDE_ROOT, create=False)["TORCH_EXTENSIONS_DIR"]
+    try:
+        inner = _inner_pid(sandbox)
+        fd = os.open(f"/proc/{inner}/root{inside}", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+    info = os.fstat(fd)
+    if info.st_uid != sandbox.slot.uid or not stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        return None
+    return Held(fd, sandbox.slot.uid)
+
+
+def _inner_pid(sandbox) -> int | None:
+    """The outer bubblewrap's only child, which lives in the sandbox's namespaces."""
+    pid = sandbox.process.pid
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    for folder in sandbox.cgroups.folders() if sandbox.cgroups else []:  # without /proc/.../children
+        for candidate in (folder / "cgroup.procs").read_text().split():
+            fields = Path(f"/proc/{candidate}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                return int(candidate)
+    return None
+
+
+# --- restore ---------------------------------------------------------------------------------
+
+def _manifest(entry: Path, cache_key: str) -> dict | None:
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+        if manifest.get("key") != cache_key or not isinstance(manifest.get("files"), dict):
+            return None
+        return manifest
+    except (OSError, ValueError):
+        return None
+
+
+def restore(held: Held, cache_key: str) -> bool:
+    """Copy the entry for `cache_key` into the held folder; False if there is none or it does not
+    match its manifest (then whatever was copied is removed again: the run builds for itself)."""
+    entry = cache_dir() / cache_key
+    manifest = _manifest(entry, cache_key)
+    if manifest is None:
+        return False
+    written: list[tuple[int, str]] = []
+    opened: list[int] = []
+    try:
+        for relative, facts in sorted(manifest["files"].items()):
+            parts = relative.split("/")
+            if any(p in ("", ".", "..") for p in parts):
+                raise ValueError(relative)
+            folder = _folders(held, parts[:-1], opened)
+            data = (entry / TREE / relative).read_bytes()
+            if len(data) != facts["size"] or hashlib.sha256(data).hexdigest() != facts["sha256"]:
+                raise ValueError(relative)
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, facts["mode"] & 0o755,
+                         dir_fd=folder)
+            written.append((folder, parts[-1]))
+            try:
+                _write_all(fd, data)
+                os.fchown(fd, held.uid, held.uid)
+                os.utime(fd, ns=(facts["mtime_ns"], facts["mtime_ns"]))
+            finally:
+                os.close(fd)
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        for folder, name in written:
+            try:
+                os.unlink(name, dir_fd=folder)
+            except OSError:
+                pass
+        return False
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _folders(held: Held, parts: list[str], opened: list[int]) -> int:
+    folder = held.fd
+    for part in parts:
+        try:
+            os.mkdir(part, 0o755, dir_fd=folder)
+            os.chown(part, held.uid, held.uid, dir_fd=folder, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        folder = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+        opened.append(folder)
+    return folder
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# --- publish ---------------------------------------------------------------------------------
+
+def publish(held: Held, cache_key: str) -> bool:
+    """After the sandbox has exited: its build folder, if it holds a built extension, becomes the
+    entry for `cache_key`, unless one exists. Links, devices and pipes are never followed or kept."""
+    folder = cache_dir()
+    if (folder / cache_key).exists():
+        return False
+    files = _collect(held)
+    if not files or not any(name.endswith(".so") for name in files):
+        return False
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    staging = folder / f".staging-{secrets.token_hex(8)}"
+    try:
+        manifest = {"key": cache_key, "runner_version": RUNNER_VERSION, "published_at": time.time(), "files": {}}
+        for relative, (data, mode, mtime_ns) in files.items():
+            target = staging / TREE / relative
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            target.write_bytes(data)
+            manifest["files"][relative] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                                           "mode": mode, "mtime_ns": mtime_ns}
+        (staging / MANIFEST).write_text(json.dumps(manifest))
+        os.rename(staging, folder / cache_key)  # fails if the entry exists: never overwritten
+        return True
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _collect(held: Held) -> dict[str, tuple[bytes, int, int]]:
+    """Regular files under the held folder: relative path -> (content, mode, mtime_ns); {} if it
+    holds more than a build may (files or bytes)."""
+    files, total = {}, 0
+    for top, _dirs, names, dir_fd in os.fwalk(".", dir_fd=held.fd, follow_symlinks=False):
+        for name in names:
+            if name in SKIP:
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+            except OSError:
+                continue  # a link (O_NOFOLLOW), or gone
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                total += info.st_size
+                if total > entry_limit_bytes() or len(files) >= FILES_MAX:
+                    return {}
+                with os.fdopen(os.dup(fd), "rb") as handle:
+                    data = handle.read(info.st_size + 1)
+                if len(data) != info.st_size:
+                    return {}
+                relative = os.path.normpath(os.path.join(top, name))
+                files[relative] = (data, stat.S_IMODE(info.st_mode), info.st_mtime_ns)
+            finally:
+                os.close(fd)
+    return files
+
+
+# --- one evaluation --------------------------------------------------------------------------
+
+class Builds:
+    """The cache around one evaluation: `prepare` before the job is sent, `finish` after the
+    sandbox has exited. `state` is what the verdict says: off, hit, miss or published."""
+
+    def __init__(self, sandbox, job: dict, environment: dict):
+        self.held, self.key, self.state, self.restore_s, self.warm_wait_s = None, None, "off", None, 0.0
+        if not enabled() or not uses_extensions(job.get("kernel_source", "")):
+            return
+        waited = time.monotonic()
+        ready = sandbox.wait_ready()
+        self.warm_wait_s = time.monotonic() - waited  # counted as the sandbox's warm wait
+        if ready is None:
+            sandbox.messages.put(None)  # the end-of-messages mark it took: the run must see it too
+            return
+        self.held = hold(sandbox)
+        if self.held is None:
+            return
+        self.key = key(job["kernel_source"], job["problem_source"], job["device"], environment)
+        began = time.perf_counter()
+        self.state = "hit" if restore(self.held, self.key) else "miss"
+        self.restore_s = round(time.perf_counter() - began, 4)
+
+    def finish(self, verdict: dict | None) -> None:
+        try:
+            if self.held is not None and self.state == "miss" and verdict and \
+                    verdict.get("status") not in (None, "compile_error"):
+                if publish(self.held, self.key):
+                    self.state = "published"
+        finally:
+            if self.held is not None:
+                self.held.close()
+
+    def describe(self) -> dict:
+        return {"state": self.state, "key": self.key, "restore_s": self.restore_s}
