@@ -15,20 +15,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 RUNNER_DEVICE=cuda LOG_LEVEL=${LOG_LEVEL:-WARNING}
 export KERNELLAB_CACHE_DIR=${KERNELLAB_CACHE_DIR:-$(mktemp -d)}  # fresh: no build or baseline cached before
 export KERNELLAB_BASELINE_COMPILE=${KERNELLAB_BASELINE_COMPILE:-0}  # validation lies outside the window
-PY=${PYTHON:-python3}
-for wheels in ../.whl .whl; do
-  if compgen -G "$wheels/*.whl" >/dev/null; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        "$wheels"/*.whl || exit 1
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-    break
-  fi
-done
-if ! command -v bwrap >/dev/null && [ -z "${KERNELLAB_BWRAP:-}" ]; then
-  for deb in ../.whl/bubblewrap_*.deb .whl/bubblewrap_*.deb; do
-    [ -f "$deb" ] && dpkg -x "$deb" /tmp/bwrap && export KERNELLAB_BWRAP=/tmp/bwrap/usr/bin/bwrap && break
-  done
-fi
+source scripts/gpu_env.sh
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; nproc;
   nvcc --version | tail -n 2; c++ --version | head -n 1; } >"$OUT/gpu.txt" 2>&1
 database=sqlite:///$(mktemp -d)/buildcache.sqlite3

@@ -13,11 +13,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR=${KERNELLAB_CACHE_DIR:-$(mktemp -d)}
 PY=${PYTHON:-python3}
-if ! command -v bwrap >/dev/null && [ -z "${KERNELLAB_BWRAP:-}" ]; then
-  for deb in ../.whl/bubblewrap_*.deb .whl/bubblewrap_*.deb; do
-    [ -f "$deb" ] && dpkg -x "$deb" /tmp/bwrap && export KERNELLAB_BWRAP=/tmp/bwrap/usr/bin/bwrap && break
-  done
-fi
+KERNELLAB_GPU_WHEELS=${KERNELLAB_GPU_WHEELS:-0} source "$(dirname "$0")/gpu_env.sh"
 run_tests=1; run_bench=1
 for arg in "$@"; do
   case "$arg" in --no-tests) run_tests=0 ;; --no-bench) run_bench=0 ;; esac

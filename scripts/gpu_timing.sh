@@ -9,11 +9,7 @@ OUT=${OUT:-/tmp/kernellab-gpu-timing}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
-if ! command -v bwrap >/dev/null && [ -z "${KERNELLAB_BWRAP:-}" ]; then
-  for deb in ../.whl/bubblewrap_*.deb .whl/bubblewrap_*.deb; do
-    [ -f "$deb" ] && dpkg -x "$deb" /tmp/bwrap && export KERNELLAB_BWRAP=/tmp/bwrap/usr/bin/bwrap && break
-  done
-fi
+KERNELLAB_GPU_WHEELS=${KERNELLAB_GPU_WHEELS:-0} source "$(dirname "$0")/gpu_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 
 KERNELLAB_CACHE_DIR=$(mktemp -d) timeout "${REPEAT_LIMIT_S:-330}" "$PY" -m runner bench --device cuda \
