@@ -69,3 +69,45 @@ def wait_for(url, process, log, timeout=60):
         except OSError:
             time.sleep(0.3)
     raise CommandError("daphne did not answer in time")
+
+
+def bench_worker(command: str, suffix: str, device: str, pool_size: int | None, jobs_in_flight: int | None):
+    """The evaluator child a benchmark command judges with, named apart from the host's own worker."""
+    from django.conf import settings
+
+    from evaluation.worker import NameInUse, check_name_free, default_name
+    from searches.foreground import EvaluatorChild
+
+    pool_size = pool_size or settings.RUNNER_POOL_SIZE
+    jobs_in_flight = jobs_in_flight or settings.RUNNER_JOBS_IN_FLIGHT
+    worker = EvaluatorChild(name=f"{default_name(device)}-{suffix}", device=device, pool_size=pool_size,
+                            jobs_in_flight=jobs_in_flight)
+    try:
+        check_name_free(worker.name)
+    except NameInUse as error:
+        raise CommandError(f"{error} (another {command} on this host and device)") from None
+    return worker
+
+
+def rerun_on_database(command: str, arguments: list[str], device: str, database: str) -> int:
+    """Run `manage.py COMMAND --here ARGUMENTS` in a child on `database` (migrated), or on a temporary
+    SQLite file: settings, the database among them, are read once, at start-up."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from django.conf import settings
+
+    manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+    env = dict(os.environ, RUNNER_DEVICE=device)
+
+    def run(url: str) -> int:
+        env["DATABASE_URL"] = url
+        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
+        return subprocess.run([*manage, command, "--here", *arguments], env=env).returncode
+
+    if database:
+        return run(database)
+    with tempfile.TemporaryDirectory(prefix=f"kernellab-{command}-") as folder:
+        return run(f"sqlite:///{folder}/{command}.sqlite3")

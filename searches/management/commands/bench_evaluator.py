@@ -7,18 +7,15 @@ user-submitted load_inline kernels) with a child `manage.py evaluator`, and prin
 """
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import throughput
-from searches.foreground import EvaluatorChild, problem_for, validated
+from searches.foreground import problem_for, validated
+from searches.management.benchmarks import bench_worker, rerun_on_database
 from searches.models import Device
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
@@ -53,14 +50,8 @@ class Command(BaseCommand):
         problem_key = opts["problem"] or DEFAULT_PROBLEM[device]
         if opts["load_inline"] and not problem_key.startswith("softmax"):
             self.stderr.write("note: the load_inline kernels are row softmaxes; other problems reject them")
-        pool_size = opts["pool_size"] or settings.RUNNER_POOL_SIZE
-        jobs_in_flight = opts["jobs_in_flight"] or settings.RUNNER_JOBS_IN_FLIGHT
-        worker = EvaluatorChild(name=default_name(device) + "-bench", device=device, pool_size=pool_size,
-                                jobs_in_flight=jobs_in_flight)
-        try:
-            check_name_free(worker.name)
-        except NameInUse as error:
-            raise CommandError(f"{error} (another bench_evaluator on this host and device)") from None
+        worker = bench_worker("bench_evaluator", "bench", device, opts["pool_size"], opts["jobs_in_flight"])
+        pool_size, jobs_in_flight = worker.pool_size, worker.jobs_in_flight
         with worker:
             problem = validated(problem_for(problem_key, self.stderr.write), worker, self.stderr.write)
             self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight}, pool size {pool_size}…")
@@ -91,20 +82,11 @@ class Command(BaseCommand):
             Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     def _in_child(self, opts) -> int:
-        """Run again with --here on the chosen database: settings are read once, at start-up."""
-        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "bench_evaluator", "--here",
-                "--device", opts["device"], "--candidates", str(opts["candidates"]),
-                "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
+        arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]),
+                     "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
         if opts["no_cached_pass"]:
-            argv.append("--no-cached-pass")
+            arguments.append("--no-cached-pass")
         for name in ("problem", "jobs_in_flight", "pool_size", "json"):
             if opts[name]:
-                argv += [f"--{name.replace('_', '-')}", str(opts[name])]
-        env = dict(os.environ, RUNNER_DEVICE=opts["device"])
-        if opts["database"]:
-            return subprocess.run(argv, env=dict(env, DATABASE_URL=opts["database"])).returncode
-        with tempfile.TemporaryDirectory(prefix="kernellab-bench-") as folder:
-            env["DATABASE_URL"] = f"sqlite:///{folder}/bench.sqlite3"
-            migrate = [sys.executable, str(settings.BASE_DIR / "manage.py"), "migrate", "--noinput", "-v", "0"]
-            subprocess.run(migrate, env=env, check=True)
-            return subprocess.run(argv, env=env).returncode
+                arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
+        return rerun_on_database("bench_evaluator", arguments, opts["device"], opts["database"])

@@ -9,10 +9,7 @@ re-timed with triton's do_bench in a sandbox, and searched with the playbook; th
 rewritten after each batch, so a run stopped by --max-seconds loses at most its last batch.
 """
 
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,9 +17,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import services, suite_bench
-from searches.foreground import EvaluatorChild
+from searches.management.benchmarks import bench_worker, rerun_on_database
 from searches.models import Device
 
 DEFAULT_PROBLEMS = suite_bench.FIXTURE / "level1"
@@ -65,14 +61,8 @@ class Command(BaseCommand):
         imported = services.suite_import(user=None, suite_name=opts["suite"], files=files, device=device)
         missing = {Path(row.file).name: row.missing_modules for row in imported.rows}
         self.stderr.write(f"suite “{imported.suite.name}”: {imported.counts}")
-        pool_size = opts["pool_size"] or settings.RUNNER_POOL_SIZE
-        jobs_in_flight = opts["jobs_in_flight"] or settings.RUNNER_JOBS_IN_FLIGHT
-        worker = EvaluatorChild(name=default_name(device) + "-suite", device=device, pool_size=pool_size,
-                                jobs_in_flight=jobs_in_flight)
-        try:
-            check_name_free(worker.name)
-        except NameInUse as error:
-            raise CommandError(f"{error} (another bench_suite on this host and device)") from None
+        worker = bench_worker("bench_suite", "suite", device, opts["pool_size"], opts["jobs_in_flight"])
+        pool_size, jobs_in_flight = worker.pool_size, worker.jobs_in_flight
         call = {"started_at": timezone.now().isoformat(), "device": device, "limit": opts["limit"],
                 "candidates": opts["candidates"], "jobs_in_flight": jobs_in_flight, "pool_size": pool_size,
                 "max_seconds": opts["max_seconds"]}
@@ -99,19 +89,9 @@ class Command(BaseCommand):
         self.stdout.write(f"done {report['summary']['done']} of {len(imported.rows)}; {left} left")
 
     def _in_child(self, opts) -> int:
-        """Run again with --here on the chosen database: settings are read once, at start-up."""
-        argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "bench_suite", "--here"]
+        arguments = []
         for name in ("problems", "suite", "json", "device", "limit", "candidates", "batch", "max_seconds",
                      "jobs_in_flight", "pool_size"):
             if opts[name] is not None:
-                argv += [f"--{name.replace('_', '-')}", str(opts[name])]
-        env = dict(os.environ, RUNNER_DEVICE=opts["device"])
-        migrate = [sys.executable, str(settings.BASE_DIR / "manage.py"), "migrate", "--noinput", "-v", "0"]
-        if opts["database"]:
-            env["DATABASE_URL"] = opts["database"]
-            subprocess.run(migrate, env=env, check=True)
-            return subprocess.run(argv, env=env).returncode
-        with tempfile.TemporaryDirectory(prefix="kernellab-suite-") as folder:
-            env["DATABASE_URL"] = f"sqlite:///{folder}/suite.sqlite3"
-            subprocess.run(migrate, env=env, check=True)
-            return subprocess.run(argv, env=env).returncode
+                arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
+        return rerun_on_database("bench_suite", arguments, opts["device"], opts["database"])
