@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import compile as compiling
 from . import evaluation
 from .errors import RunnerError
+from .refereeing import Referee
 from .sandbox import Sandbox, remove_stale_folders
 
 
@@ -31,6 +32,9 @@ class Pool:
         # sandbox started from a job's thread would be killed when that job ends.
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-starter")
         remove_stale_folders()
+        self.referee = Referee()  # the trusted judge of this pool's evaluations (referee.py)
+        if self.size:
+            self.referee.start()
         for _ in range(self.size):
             self._warm.append(self._new())
 
@@ -91,6 +95,7 @@ class Pool:
             warm, self._warm = list(self._warm), collections.deque()
         for sandbox in warm:
             sandbox.discard()
+        self.referee.close()
         self._starter.shutdown(wait=False)
 
     def __enter__(self) -> "Pool":
