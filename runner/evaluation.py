@@ -123,6 +123,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
             mark = time.monotonic()
             _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout)
             result["phases"]["judge_s"] = time.monotonic() - mark
+            if result["status"] != "correct":  # timed, but only a correct kernel's time means anything
+                result["timing"] = None
     finally:
         os.close(truths_fd)
         os.close(outputs_fd)
@@ -210,7 +212,8 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
     batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
     found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)
     if batches:  # the batch clock's own numbers, beside the NVML readings around it
-        batches[-1].update(slope_ms=sandbox.batches.slope_ms(), sizes=list(sandbox.batches.sizes or []),
+        batches[-1].update(slope_ms=sandbox.batches.slope_ms(), reported_ms=result["timing"]["median_ms"],
+                           sizes=list(sandbox.batches.sizes or []),
                            walls_ms={str(n): w for n, w in sandbox.batches.walls.items()})
     if found and found[0] == "rejected":
         result.update(status="rejected", reason_code=findings.RULE, reason=found[1])

@@ -237,7 +237,7 @@ def test_forged_low_times_are_caught_by_the_batch_clock(pool):
     assert result["status"] == "rejected", result["reason"]
     assert "below what the parent's clock allows" in result["reason"], result["reason"]
     batch = next(m for m in result["measurements"] if m["what"] == "batch")
-    assert batch["slope_ms"] > 2 * result["timing"]["median_ms"]
+    assert batch["slope_ms"] > 2 * batch["reported_ms"] and result["timing"] is None
     honest = pool.evaluate(sources.SOFTMAX_PROBLEM, sources.SOFTMAX_KERNEL, seed=7)
     assert honest["status"] == "correct", honest["reason"]
 
