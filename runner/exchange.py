@@ -57,7 +57,8 @@ class Writer:
         entry = {"key": key, "offset": offset, "nbytes": nbytes, "shape": list(tensor.shape),
                  "dtype": str(tensor.dtype).replace("torch.", "")}
         if nbytes:
-            region = mmap.mmap(self.fd, nbytes, offset=offset)
+            # populated in one call rather than a fault per page on first touch
+            region = mmap.mmap(self.fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE, offset=offset)
             try:
                 view = torch.frombuffer(region, dtype=tensor.dtype, count=tensor.numel()).view(tensor.shape)
                 view.copy_(tensor)  # device -> host straight into the shared pages
