@@ -15,7 +15,10 @@ import mmap
 import os
 
 ALIGN = 64
-MAX_BYTES = 256 * 1024**3  # a sealed exchange larger than this is refused unread
+# The parent sizes each memfd up front, sparse (no memory until written): the sandbox then writes
+# through mmap and never extends the file, which its RLIMIT_FSIZE (the disk limit) would refuse.
+SIZE = 512 * 1024**3
+MAX_BYTES = SIZE  # a sealed exchange larger than this is refused unread
 MAX_ENTRIES = 4096
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL
@@ -26,7 +29,9 @@ class Unusable(Exception):
 
 
 def create() -> int:
-    return os.memfd_create("kernellab-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    fd = os.memfd_create("kernellab-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, SIZE)
+    return fd
 
 
 def seal(fd: int) -> None:
@@ -44,7 +49,7 @@ class Writer:
     """Appends tensors to the memfd; `entries` describes each (key, offset, shape, dtype)."""
 
     def __init__(self, fd: int):
-        self.fd, self.size, self.entries = fd, os.fstat(fd).st_size, []
+        self.fd, self.size, self.limit, self.entries = fd, 0, os.fstat(fd).st_size, []
 
     def put(self, key: str, tensor) -> dict:
         import torch
@@ -53,7 +58,8 @@ class Writer:
         nbytes = tensor.numel() * tensor.element_size()
         offset = -(-self.size // mmap.PAGESIZE) * mmap.PAGESIZE
         self.size = offset + nbytes
-        os.ftruncate(self.fd, max(self.size, offset + 1))
+        if self.size > self.limit:
+            raise MemoryError(f"out of memory: the exchange holds {self.limit // 1024**3} GiB of outputs at most")
         entry = {"key": key, "offset": offset, "nbytes": nbytes, "shape": list(tensor.shape),
                  "dtype": str(tensor.dtype).replace("torch.", "")}
         if nbytes:
