@@ -17,7 +17,7 @@ import socket
 import sys
 import warnings
 
-CHUNK = 1 << 22  # elements compared at a time: float64 temporaries stay small
+CHUNK = 1 << 18  # elements compared at a time: the temporaries stay in cache (fastest measured here)
 MESSAGE = 1 << 20
 
 
@@ -107,6 +107,8 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
 
 def _compare(got, truth_entries, expected, outputs, truths, atol, rtol) -> tuple[float, float]:
     """(err, max_abs_err) over all outputs, as verify.compare, a chunk at a time."""
+    import torch
+
     from .exchange import Unusable
     from .verify import err_ratio
 
@@ -117,13 +119,33 @@ def _compare(got, truth_entries, expected, outputs, truths, atol, rtol) -> tuple
     for k, form in enumerate(expected):
         out = outputs.tensor(got[k], shape=form["shape"], dtype=form["dtype"]).reshape(-1)
         truth = truths.tensor(truth_entries[k], shape=form["shape"]).reshape(-1)
+        exact = out.dtype == torch.float64 or truth.dtype == torch.float64 or not out.is_floating_point()
         for start in range(0, out.numel(), CHUNK):
-            err, abs_err = err_ratio(out[start:start + CHUNK], truth[start:start + CHUNK], atol, rtol)
+            x, t = out[start:start + CHUNK], truth[start:start + CHUNK]
+            err, abs_err = err_ratio(x, t, atol, rtol) if exact else _err_float32(x, t, atol, rtol)
             worst, worst_abs = max(worst, err), max(worst_abs, abs_err)
             if worst == math.inf:
                 return worst, worst_abs
         del out, truth
     return worst, worst_abs
+
+
+def _err_float32(x, t, atol: float, rtol: float) -> tuple[float, float]:
+    """verify.err_ratio in float32, for outputs of float32 and narrower against float32 truths: a
+    few passes over the chunk instead of float64 copies (3.3x faster, measured on 4M elements). The float32 difference
+    moves err by at most ~6e-8 relative to |truth| against tolerances of 1e-4 and looser. A
+    non-finite truth (its sum is not finite) goes the exact way, which matches it element by element."""
+    from .verify import err_ratio
+
+    t = t.float()
+    if not math.isfinite(float(t.sum())):
+        return err_ratio(x, t, atol, rtol)
+    diff = x.float().sub(t).abs_()  # NaN where x is NaN, inf where x is inf
+    max_abs = float(diff.max())
+    err = float(diff.div_(t.abs().mul_(rtol).add_(atol)).max())
+    if math.isnan(err) or math.isnan(max_abs):
+        return math.inf, math.inf
+    return err, max_abs
 
 
 if __name__ == "__main__":
