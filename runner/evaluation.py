@@ -110,7 +110,12 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
     truths_job = {"job": "truths", "device": device, "seed": seed, "problem_source": problem_source,
                   "atol": atol, "rtol": rtol}
-    truths_sandbox, sandbox = pool.take(), pool.take()
+    truths_sandbox = pool.take()
+    try:
+        sandbox = pool.take()
+    except BaseException:
+        truths_sandbox.discard()
+        raise
     truths_fd, outputs_fd = truths_sandbox.take_exchange(), sandbox.take_exchange()
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="truths") as side:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
+import warnings
 
 ALIGN = 64
 # The parent sizes each memfd up front, sparse (no memory until written): the sandbox then writes
@@ -107,7 +108,9 @@ class Reader:
             raise Unusable("an exchange entry lies outside the memory it names")
         if count == 0:
             return torch.empty(got_shape, dtype=torch_dtype)
-        return torch.frombuffer(self.map, dtype=torch_dtype, count=count, offset=offset).view(got_shape)
+        with warnings.catch_warnings():  # a read-only map, only ever read
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.frombuffer(self.map, dtype=torch_dtype, count=count, offset=offset).view(got_shape)
 
     def close(self) -> None:
         if self.map is not None:
