@@ -391,7 +391,8 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
 
     # judging: timed calls' outputs sampled over the whole loop (runner/replay.py), plain and dense
     replay = replay_.LateReplay(ship, device=device, untimed=run_candidate, eligible=lambda i: i % len(sets) < keep,
-                                limit=max(1, min(64, replay_.REPLAY_BYTES // max(1, replay_.output_bytes(form)))))
+                                limit=max(1, min(64, 512 // len(form),  # the judge's request stays one socket message
+                                                replay_.REPLAY_BYTES // max(1, replay_.output_bytes(form)))))
 
     def call(*inputs):
         return replay_.materialised(new(*inputs))
