@@ -187,9 +187,12 @@ def repeatability(pool, problem: str, kernel: str, seed: int) -> dict:
     results = [pool.evaluate(problem, kernel, seed=seed + i) for i in range(5)]
     _all_correct(results)
     medians = [r["timing"]["median_ms"] for r in results]
-    last = [r["measurements"][-1] if r["measurements"] else {} for r in results]
+    tries = [[m for m in r["measurements"] if m["what"] == "candidate"] for r in results]
+    last = [t[-1] if t else {} for t in tries]
     return {"medians_ms": medians, "spread": (max(medians) - min(medians)) / min(medians),
-            "sm_mhz": [m.get("sm_mhz") for m in last], "tries": [len(r["measurements"]) for r in results],
+            "sm_mhz": [m.get("sm_mhz") for m in last], "tries": [len(t) for t in tries],
+            "batch_slope_ms": [next((m.get("slope_ms") for m in r["measurements"] if m["what"] == "batch"), None)
+                               for r in results],
             "samples": [r["timing"]["n"] for r in results], "noisy": [r["noisy"] for r in results],
             "speedups": (results[0]["speedup_vs_eager"], results[0]["speedup_vs_compile"])}
 
@@ -205,7 +208,7 @@ def _throughput(report, pool, problem, kernel, workers, candidates) -> None:
                             "seconds_per_candidate": elapsed / candidates, "in_flight": workers}
     report["phases_mean_s"] = {
         name: statistics.fmean(r["phases"].get(name, 0.0) for r in results)
-        for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "sandbox_s")}
+        for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "sandbox_s", "judge_s")}
     report["compile_s_median"] = statistics.median(r["compile"]["seconds"] for r in results)
     report["compile_s_max"] = max(r["compile"]["seconds"] for r in results)
 

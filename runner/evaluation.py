@@ -2,6 +2,11 @@
 side of a job. Plain Python: this side never imports torch or CUDA; all problem and kernel
 code runs in sandbox processes (sandbox.py, judge.py). Nothing that comes back from a
 sandbox is used before schema.py has checked it. The public API is api.py.
+
+An evaluation takes two sandboxes at once: one runs only the problem and makes the truths
+(truths.py), the other runs the candidate and ships its outputs (judge.py); the trusted judge
+(referee.py) compares them, and the batch clock (batchclock.py) checks the reported times. A
+candidate's sandbox may report its own failure; `correct` is decided here, never there.
 """
 
 from __future__ import annotations
@@ -9,8 +14,9 @@ from __future__ import annotations
 import os
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, quarantine, schema, watchdog
+from . import baselines, buildcache, exchange, findings, quarantine, schema, watchdog
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
 from .errors import DeviceBusy, ProblemInvalid, RunnerError
@@ -102,32 +108,39 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
-    # --- load_inline build cache (runner/buildcache.py): restored before the job, published after exit
-    sandbox = pool.take()
+    truths_job = {"job": "truths", "device": device, "seed": seed, "problem_source": problem_source,
+                  "atol": atol, "rtol": rtol}
+    truths_sandbox = pool.take()
+    try:
+        sandbox = pool.take()
+    except BaseException:
+        truths_sandbox.discard()
+        raise
+    truths_fd, outputs_fd = truths_sandbox.take_exchange(), sandbox.take_exchange()
+    # load_inline builds (runner/buildcache.py): restored before the job, published after the sandbox exits
     builds = buildcache.Builds(sandbox, job, environment)
-    outcome = sandbox.run(job, timeout)
-    builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
-    result["build_cache"] = builds.describe()
-    # --- end build cache
-    result["environment"] = environment_of(sandbox, pool)
-    if outcome.result is None:
-        result.update(status=outcome.status, reason=outcome.reason,
-                      log=compiling.trim(outcome.stderr[-6000:]) if outcome.stderr else "")
-    else:
-        try:
-            raw = schema.evaluation(outcome.result)
-        except schema.Malformed as exc:
-            raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used"}
-        for name in ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing", "phases",
-                     "log"):
-            if name in raw:
-                result[name] = raw[name]
-        limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
-        if limited:
-            result["status"], result["reason"] = limited
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="truths") as side:
+            made = side.submit(truths_sandbox.run, truths_job, timeout)  # the truths are made meanwhile
+            outcome = sandbox.run(job, timeout)
+            made = made.result()
+        builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
+        result["build_cache"] = builds.describe()
+        result["environment"] = environment_of(sandbox, pool)
+        _candidate_verdict(result, outcome, sandbox)
+        if result["status"] == "correct":
+            mark = time.monotonic()
+            _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout)
+            result["phases"]["judge_s"] = time.monotonic() - mark
+            if result["status"] != "correct":  # timed, but only a correct kernel's time means anything
+                result["timing"] = None
+    finally:
+        os.close(truths_fd)
+        os.close(outputs_fd)
     result["limits"] = sandbox.describe_limits()
-    result["measurements"] = sandbox.measurements.of("candidate")  # clocks and disturbance per try
-    noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy")) if why]
+    result["measurements"] = sandbox.measurements.of("candidate", "batch")  # clocks and disturbance per try
+    noisy = [why for why in (sandbox.measurements.noisy("candidate"), validation.get("noisy"),
+                             result.pop("batch_noisy", None)) if why]
     result["noisy"] = "; ".join(noisy) or None
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait + builds.warm_wait_s)
     if result["status"] == "correct" and result["timing"]:
@@ -140,6 +153,85 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
                              or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
         health_check(pool)
     return result
+
+
+def _candidate_verdict(result: dict, outcome, sandbox) -> None:
+    """What the candidate's sandbox said, where believable: its own failures are; a `correct` here
+    only means that the trusted judge is to decide, from the outputs in `exchange`."""
+    result["exchange"] = None
+    if outcome.result is None:
+        result.update(status=outcome.status, reason=outcome.reason,
+                      log=compiling.trim(outcome.stderr[-6000:]) if outcome.stderr else "")
+        return
+    try:
+        raw = schema.evaluation(outcome.result)
+    except schema.Malformed as exc:
+        raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used",
+               "reason_code": findings.RULE}
+    for name in ("status", "reason", "reason_code", "precision", "compile", "timing", "phases", "log", "exchange"):
+        if name in raw:
+            result[name] = raw[name]
+    limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
+    if limited:
+        result["status"], result["reason"] = limited
+
+
+def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox, timeout: float) -> None:
+    """`correct` or not, decided outside both sandboxes: the trusted judge's comparison, then the
+    batch clock's check of the reported times."""
+    shipped, result["exchange"] = result.pop("exchange"), None
+    if made.result is None:
+        raise RunnerError(f"the truths could not be made: {made.reason}")
+    try:
+        truths = schema.truths(made.result)
+    except schema.Malformed as exc:
+        raise ProblemInvalid(f"the problem's sandbox sent malformed truths ({exc})") from None
+    if truths["status"] != "ok":
+        raise (DeviceBusy if truths["status"] == "oom" else ProblemInvalid)(
+            f"the problem could not make the truths: {truths['reason']}")
+    try:
+        exchange.seal(truths_fd)
+    except exchange.Unusable as exc:
+        raise ProblemInvalid(f"the problem's sandbox left unusable truths ({exc})") from None
+    try:
+        exchange.seal(outputs_fd)
+        if shipped is None:
+            raise exchange.Unusable("the candidate's sandbox sent no outputs")
+        reply = pool.referee.judge({"truths": truths, "outputs": shipped}, truths_fd, outputs_fd, timeout)
+        if "unusable" in reply or "error" in reply:
+            raise exchange.Unusable(str(reply.get("unusable") or reply.get("error"))[:400])
+        result["correctness"] = schema.correctness(reply["correctness"])
+        failure = reply["replay"]["failure"]
+    except (exchange.Unusable, schema.Malformed, KeyError, TypeError) as exc:
+        result.update(status="rejected", reason_code=findings.RULE, correctness=None,
+                      reason=f"the trusted judge could not use the candidate's outputs: {exc}")
+        return
+    rows = result["correctness"]["per_distribution"]
+    if not result["correctness"]["passed"]:
+        worst = next(r for r in rows if r["passed"] is False)
+        result.update(status="incorrect", reason=f"wrong on the {worst['name']} inputs: err {_fmt(worst['err'])} "
+                      f"(1 allowed; PyTorch's fp32 gets {_fmt(worst['ref_fp32_err'])}), "
+                      f"max abs error {_fmt(worst['max_abs_err'])}")
+        return
+    if failure:
+        result.update(status="incorrect", reason=f"timed call {failure[0]} of {shipped['timed_calls']} returned a "
+                      f"wrong result (err {_fmt(failure[1])}) on its inputs; results must be computed on every call, "
+                      f"not cached or replayed ({reply['replay']['checked']} timed calls checked)")
+        return
+    batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
+    found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)
+    if batches:  # the batch clock's own numbers, beside the NVML readings around it
+        batches[-1].update(slope_ms=sandbox.batches.slope_ms(), reported_ms=result["timing"]["median_ms"],
+                           sizes=list(sandbox.batches.sizes or []),
+                           walls_ms={str(n): w for n, w in sandbox.batches.walls.items()})
+    if found and found[0] == "rejected":
+        result.update(status="rejected", reason_code=findings.RULE, reason=found[1])
+    elif found:
+        result["batch_noisy"] = found[1]
+
+
+def _fmt(value) -> str:
+    return "inf" if value is None else f"{value:.3g}"
 
 
 def empty_verdict(seed: int | None) -> dict:

@@ -1,6 +1,8 @@
 """A pool of warm sandboxes (torch imported, CUDA initialised), so a candidate's
 evaluation does not wait for process start-up. Each sandbox runs one job and is gone;
-taking one starts its replacement at once."""
+taking one starts its replacement at once. An evaluation takes two (the problem's, which
+makes the truths, and the candidate's), and the pool's trusted judge (refereeing.py)
+compares their outputs."""
 
 from __future__ import annotations
 
@@ -11,17 +13,19 @@ from concurrent.futures import ThreadPoolExecutor
 from . import compile as compiling
 from . import evaluation
 from .errors import RunnerError
+from .refereeing import Referee
 from .sandbox import Sandbox, remove_stale_folders
 
 
 class Pool:
     """Warm sandboxes (torch imported, CUDA initialised), each used for one run only.
-    `size` sandboxes are kept warming; size=0 starts one per run."""
+    `size` sandboxes are kept warming, at least two (what one evaluation takes); size=0 starts
+    them per run."""
 
     def __init__(self, device: str = "cpu", size: int = 1, *, threads: int | None = None):
         if device not in ("cpu", "cuda"):
             raise RunnerError(f"device must be cpu or cuda, not {device!r}")
-        self.device, self.size, self.threads = device, max(0, int(size)), threads
+        self.device, self.size, self.threads = device, max(2, int(size)) if int(size) > 0 else 0, threads
         self._warm: collections.deque[Sandbox] = collections.deque()
         self._lock = threading.Lock()
         self._closed = False
@@ -31,6 +35,9 @@ class Pool:
         # sandbox started from a job's thread would be killed when that job ends.
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-starter")
         remove_stale_folders()
+        self.referee = Referee()  # the trusted judge of this pool's evaluations (referee.py)
+        if self.size:
+            self.referee.start()
         for _ in range(self.size):
             self._warm.append(self._new())
 
@@ -91,6 +98,7 @@ class Pool:
             warm, self._warm = list(self._warm), collections.deque()
         for sandbox in warm:
             sandbox.discard()
+        self.referee.close()
         self._starter.shutdown(wait=False)
 
     def __enter__(self) -> "Pool":

@@ -2,7 +2,11 @@
 
 A kernel can compute honestly for its first calls (those checked for correctness, and the warm-up)
 and return a stored or stale output later; checking a fixed pair of timed calls misses it when it
-turns after them. Runs inside the sandbox; runner/judge.py's timed loop hands each output here.
+turns after them. Runs inside the sandbox; runner/judge.py's timed loop hands each output here, and
+the sampled outputs go to the trusted judge (runner/referee.py), which compares them with the truths
+made in the problem's own sandbox (runner/truths.py). The sampling runs in the candidate's process,
+so it can only add evidence: it is one of the checks a determined candidate could evade
+(docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -10,9 +14,27 @@ from __future__ import annotations
 import ctypes
 import random
 
-from .verify import compare, passes, plain_tensor
+from .verify import plain_tensor
 
-__all__ = ["LateReplay", "TruthCheck", "materialised"]
+__all__ = ["LateReplay", "materialised", "kept_sets", "output_bytes", "REPLAY_BYTES"]
+
+REPLAY_BYTES = 1024**3  # host memory for the truths of timed input sets, and again for sampled outputs
+
+
+def kept_sets(count: int, expected: list[dict]) -> int:
+    """How many of the `count` timed input sets have truths kept for the replay (at least one):
+    the same answer in the problem's sandbox and in the candidate's, from the outputs' form."""
+    return max(1, min(count, REPLAY_BYTES // max(1, output_bytes(expected))))
+
+
+def output_bytes(expected: list[dict]) -> int:
+    total = 0
+    for e in expected:
+        count = 1
+        for n in e["shape"]:
+            count *= int(n)
+        total += count * (8 if "float64" in str(e["dtype"]) else 4)
+    return total
 
 
 def materialised(result):
@@ -34,14 +56,16 @@ class LateReplay:
     # over loops of any length, at most four extra calls.
     UNTIMED_BLOCKS = (1, 4, 16, 48)
 
-    def __init__(self, check, block: int = 8, device: str = "cpu", untimed=None):
-        self.check = check  # (inputs, outputs) -> err, or None when the outputs pass
+    def __init__(self, check, block: int = 8, device: str = "cpu", untimed=None, eligible=None, limit=None):
+        self.check = check  # (call, inputs, outputs) -> err, or None when the outputs pass
+        self.eligible = eligible or (lambda i: True)  # calls whose inputs have a truth kept
+        self.limit = limit  # at most this many calls checked (host memory), the last one included
         self.block = block
         self.untimed = untimed  # (inputs) -> None: one recorded call outside the clock; raises to refuse
         self.untimed_calls = 0
         self.between_calls = persisting_l2_reset(device)
         self.between_calls()
-        self.pick = -1
+        self.pick = self.check_pick = -1  # the untimed call's and the checked call's in this block
         self.random = random.SystemRandom()
         self.last = None
         self.checked: list[int] = []
@@ -51,20 +75,23 @@ class LateReplay:
         outs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
         if i % self.block == 0:
             self.pick = i + self.random.randrange(self.block)
-        if i == self.pick:
+            eligible = [j for j in range(i, i + self.block) if self.eligible(j)]
+            self.check_pick = self.random.choice(eligible) if eligible else -1
+        room = self.limit is None or len(self.checked) < self.limit - 1  # one kept for the last call
+        if i == self.check_pick and room:
             self._check(i, inputs, outs)
             self.last = None
-            if self.untimed is not None and i // self.block in self.UNTIMED_BLOCKS:
-                self.untimed_calls += 1
-                self.untimed(inputs)
-        else:
+        elif self.eligible(i):
             self.last = (i, inputs, outs)
+        if i == self.pick and self.untimed is not None and i // self.block in self.UNTIMED_BLOCKS:
+            self.untimed_calls += 1
+            self.untimed(inputs)
         self.between_calls()
 
     def _check(self, i: int, inputs, outs) -> None:
         self.checked.append(i)
         if self.failure is None:
-            err = self.check(inputs, outs)
+            err = self.check(i, inputs, outs)
             if err is not None:
                 self.failure = (i, err)
 
@@ -74,29 +101,6 @@ class LateReplay:
             self._check(*self.last)
             self.last = None
         return self.failure
-
-
-class TruthCheck:
-    """LateReplay's check: err of a timed call's outputs against the truth of its inputs, or None
-    when they pass. The timed loop cycles over a few input sets, so each set's truth and PyTorch's
-    fp32 error are computed once and kept (up to `keep_bytes`)."""
-
-    def __init__(self, truth, reference_err, atol: float, rtol: float, keep_bytes: int = 2 * 1024**3):
-        self.truth, self.reference_err, self.atol, self.rtol = truth, reference_err, atol, rtol
-        self.keep_bytes, self.kept_bytes = keep_bytes, 0
-        self.known: dict[int, tuple[list, float, object]] = {}
-
-    def __call__(self, inputs, outs) -> float | None:
-        known = self.known.get(id(inputs))
-        if known is None or known[2] is not inputs:
-            truths = self.truth(inputs)
-            known = (truths, self.reference_err(inputs, truths), inputs)
-            size = sum(t.numel() * t.element_size() for t in truths)
-            if self.kept_bytes + size <= self.keep_bytes:
-                self.known[id(inputs)], self.kept_bytes = known, self.kept_bytes + size
-        truths, ref_err, _ = known
-        err, _ = compare(outs, truths, self.atol, self.rtol)
-        return None if passes(err, ref_err) else err
 
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06

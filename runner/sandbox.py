@@ -31,13 +31,13 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import gpumem, gpustate, isolation, limits, schema, watchdog
+from . import batchclock, exchange, gpumem, gpustate, isolation, limits, schema, watchdog
 from .devicelock import DeviceLock
 from .errors import RunnerError
+from .streams import Tail, classify_exit
 
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent)
 OUTPUT_LIMIT = 8 * 1024 * 1024
-KEEP_OUTPUT = 8 * 1024
 MESSAGE_LIMIT = 4 * 1024 * 1024  # one message on the verdict pipe
 WARM_UP_LIMIT = 180.0
 
@@ -143,12 +143,14 @@ class Sandbox:
         self.environment: dict | None = None
         self.output_exceeded = False
         self.warm_wait = 0.0
-        self._streams = {"stdout": _Tail(), "stderr": _Tail()}
+        self._streams = {"stdout": Tail(), "stderr": Tail()}
         self.slot = isolation.Slot() if self.isolation == "bwrap" else None
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
         self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
         self.gpu_exceeded_mb: int | None = None
         self.measurements = gpustate.Measurements(None)
+        self.batches = batchclock.BatchClock(device)
+        self.exchange_fd: int | None = exchange.create()  # tensors to the trusted judge (exchange.py)
         try:
             self._start()
         except BaseException:
@@ -182,7 +184,8 @@ class Sandbox:
         control_read, self._control_write = os.pipe()
         self._verdict_read, verdict_write = os.pipe()
         env = self._env()
-        command = [sys.executable, "-s", "-m", "runner.child", str(control_read), str(verdict_write), self.device]
+        command = [sys.executable, "-s", "-m", "runner.child", str(control_read), str(verdict_write), self.device,
+                   str(self.exchange_fd)]
         pass_fds = [control_read, verdict_write]
         if self.isolation == "process":
             cwd = self._workdir()
@@ -203,7 +206,7 @@ class Sandbox:
         try:
             self.process = subprocess.Popen(
                 command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=pass_fds, start_new_session=True,
+                stderr=subprocess.PIPE, pass_fds=[*pass_fds, self.exchange_fd], start_new_session=True,
             )
         finally:
             for fd in pass_fds:
@@ -306,6 +309,8 @@ class Sandbox:
                     continue
                 if message.get("kind") == "beat":
                     calls.beat(message, time.monotonic())
+                elif message.get("kind") == "batch" and not self.batches.done:
+                    self._batch(message)
                 elif message.get("kind") == "timing":
                     reply = self.measurements.on_timing(message)
                     if reply is not None:
@@ -327,6 +332,22 @@ class Sandbox:
             if lock is not None:
                 lock.release()
             self.cleanup()
+
+    def _batch(self, message: dict) -> None:
+        """The batch clock's side of the run (batchclock.py), the GPU's state read around it."""
+        first = self.batches.claimed is None
+        if first:
+            self.measurements.on_timing({"what": "batch", "at": "begin"})
+        reply = self.batches.on_message(message, time.monotonic())
+        if reply is not None:
+            if self.batches.done and not first:
+                self.measurements.on_timing({"what": "batch", "at": "end"})
+            self._send(reply)
+
+    def take_exchange(self) -> int:
+        """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""
+        fd, self.exchange_fd = self.exchange_fd, None
+        return fd
 
     def _stopped(self, began: float, reason: str) -> SandboxOutcome:
         self.kill()
@@ -429,6 +450,9 @@ class Sandbox:
         if self.slot is not None:
             self.slot.release()
             self.slot = None
+        if self.exchange_fd is not None:
+            os.close(self.exchange_fd)
+            self.exchange_fd = None
         shutil.rmtree(self.root, ignore_errors=True)
 
     def discard(self) -> None:
@@ -441,45 +465,3 @@ def _has_processes(folder) -> bool:
         return bool((folder / "cgroup.procs").read_text().split())
     except OSError:
         return False
-
-
-def classify_exit(code: int | None, stderr: str) -> tuple[str, str]:
-    if code is None:
-        return "crashed", "the sandbox could not be stopped cleanly"
-    if code < 0 or code > 128:
-        number = -code if code < 0 else code - 128
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        if number == signal.SIGKILL:
-            return "oom", "the process was killed (SIGKILL) without a verdict, most likely out of memory"
-        if number == signal.SIGSEGV:
-            return "crashed", "segmentation fault (SIGSEGV): the kernel touched memory it does not own"
-        return "crashed", f"the process died from {name}"
-    if "MemoryError" in stderr or "out of memory" in stderr.lower():
-        return "oom", "out of memory"
-    return "crashed", f"the process exited with status {code} before reporting a verdict (os._exit or sys.exit?)"
-
-
-class _Tail:
-    """Keeps the first and last KEEP_OUTPUT bytes of a stream and counts the rest."""
-
-    def __init__(self):
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        if len(self.head) < KEEP_OUTPUT:
-            take = KEEP_OUTPUT - len(self.head)
-            self.head += chunk[:take]
-            chunk = chunk[take:]
-        if chunk:
-            self.tail = (self.tail + chunk)[-KEEP_OUTPUT:]
-
-    def text(self) -> str:
-        skipped = self.total - len(self.head) - len(self.tail)
-        middle = f"\n... ({skipped} bytes not kept) ...\n" if skipped > 0 else ""
-        return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode(errors="replace")

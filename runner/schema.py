@@ -3,7 +3,9 @@
 A sandbox runs untrusted code, so its messages are untrusted input: each field's type,
 range and size is checked here, unknown fields are refused, and the timing summary is
 recomputed from the samples rather than believed. A message that fails becomes a
-`rejected` verdict naming the field; nothing here raises on bad input.
+`rejected` verdict naming the field; nothing here raises on bad input. A candidate's sandbox
+cannot claim correctness at all: its `correctness` is dropped here and the trusted judge's
+(referee.py, checked by `correctness`) is the one used.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def _dict(value, where: str, allowed: tuple[str, ...]) -> dict:
 # --- evaluation -----------------------------------------------------------------------------
 
 EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing",
-                   "device_fault", "phases", "log")
+                   "device_fault", "phases", "log", "exchange")
+MAX_TRIALS = 64
+MAX_CALLS = 256
 DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
 TIMING_KEYS = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms")
 
@@ -95,20 +99,96 @@ def evaluation(raw) -> dict:
     compile_ = _dict(raw.get("compile") or {"seconds": None, "log": ""}, "compile", ("seconds", "log"))
     clean["compile"] = {"seconds": _number(compile_.get("seconds"), "compile.seconds", optional=True, high=86400),
                         "log": _text(compile_.get("log", ""), "compile.log")}
-    clean["correctness"] = _correctness(raw.get("correctness"))
+    clean["correctness"] = None  # never the sandbox's to say
     clean["timing"] = _timing(raw.get("timing"))
+    clean["exchange"] = _exchange(raw.get("exchange"))
     phases = _dict(raw.get("phases") or {}, "phases", ("build_s", "device_wait_s", "correctness_s", "timing_s"))
     clean["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
-    if status == "correct":
-        if clean["correctness"] is None or clean["correctness"]["passed"] is not True or clean["timing"] is None:
-            raise Malformed("a correct verdict needs passed correctness and a timing")
-        failed = [r["name"] for r in clean["correctness"]["per_distribution"] if r["passed"] is False]
-        if failed or not clean["correctness"]["per_distribution"]:
-            raise Malformed("a correct verdict with a failed or missing distribution")
+    if status == "correct" and clean["timing"] is None:
+        raise Malformed("a verdict that found nothing wrong needs a timing")
     return clean
 
 
-def _correctness(raw) -> dict | None:
+def _exchange(raw) -> dict | None:
+    """What the candidate's sandbox says it put in its exchange memory: bounded lists here; each
+    entry is checked against the memory itself by the trusted judge (exchange.Reader)."""
+    if raw is None:
+        return None
+    raw = _dict(raw, "exchange", ("distributions", "calls", "timed_calls"))
+    rows = raw.get("distributions")
+    if not isinstance(rows, list) or len(rows) > MAX_DISTRIBUTIONS:
+        raise Malformed("exchange.distributions is not a short list")
+    for row in rows:
+        row = _dict(row, "exchange.distributions[]", ("name", "trials"))
+        _text(row.get("name"), "exchange.distributions[].name", 64)
+        if not isinstance(row.get("trials"), list) or len(row["trials"]) > MAX_TRIALS:
+            raise Malformed("exchange.distributions[].trials is not a short list")
+        for trial in row["trials"]:
+            _entries(trial, "exchange.distributions[].trials[]")
+    calls = raw.get("calls")
+    if not isinstance(calls, list) or len(calls) > MAX_CALLS:
+        raise Malformed("exchange.calls is not a short list")
+    for call in calls:
+        call = _dict(call, "exchange.calls[]", ("call", "set", "outputs"))
+        _integer(call.get("call"), "exchange.calls[].call", 0, 10**7)
+        _integer(call.get("set"), "exchange.calls[].set", 0, 10**4)
+        _entries(call.get("outputs"), "exchange.calls[].outputs")
+    _integer(raw.get("timed_calls"), "exchange.timed_calls", 0, MAX_SAMPLES)
+    return raw
+
+
+def _entries(raw, where: str) -> None:
+    if not isinstance(raw, list) or len(raw) > MAX_OUTPUTS:
+        raise Malformed(f"{where} is not a short list")
+    for entry in raw:
+        _dict(entry, f"{where}[]", ("key", "offset", "nbytes", "shape", "dtype"))
+
+
+def truths(raw) -> dict:
+    """The problem's sandbox's truths (truths.py): the form of what the judge reads; the entries
+    themselves are checked against the memory by the trusted judge."""
+    raw = _dict(raw, "the truths", ("status", "reason", "log", "atol", "rtol", "expected", "distributions", "sets",
+                                    "set_count"))
+    status = raw.get("status")
+    if status not in ("ok", "invalid", "oom"):
+        raise Malformed(f"status {str(status)[:40]!r} is not a truths status")
+    clean = {"status": status, "reason": _text(raw.get("reason", ""), "reason", 4000)}
+    if status != "ok":
+        return clean
+    expected = raw.get("expected")
+    if not isinstance(expected, list) or not 1 <= len(expected) <= MAX_OUTPUTS:
+        raise Malformed("expected is not a short list")
+    for form in expected:
+        form = _dict(form, "expected[]", ("shape", "dtype"))
+        _text(form.get("dtype"), "expected[].dtype", 32)
+        if not isinstance(form.get("shape"), list):
+            raise Malformed("expected[].shape is not a list")
+    for row in _list(raw.get("distributions"), "distributions", MAX_DISTRIBUTIONS):
+        row = _dict(row, "distributions[]", ("name", "skipped", "skip_reason", "trials"))
+        _text(row.get("name"), "distributions[].name", 64)
+        _bool(row.get("skipped"), "distributions[].skipped")
+        _text(row.get("skip_reason", ""), "distributions[].skip_reason", 300)
+        for trial in _list(row.get("trials"), "distributions[].trials", MAX_TRIALS):
+            trial = _dict(trial, "distributions[].trials[]", ("ref_err", "truths"))
+            _number(trial.get("ref_err"), "distributions[].trials[].ref_err", optional=True)
+            _entries(trial.get("truths"), "distributions[].trials[].truths")
+    for kept in _list(raw.get("sets"), "sets", MAX_CALLS):
+        kept = _dict(kept, "sets[]", ("index", "ref_err", "truths"))
+        _integer(kept.get("index"), "sets[].index", 0, 10**4)
+        _number(kept.get("ref_err"), "sets[].ref_err", optional=True)
+        _entries(kept.get("truths"), "sets[].truths")
+    _integer(raw.get("set_count"), "set_count", 1, 10**4)
+    return {**raw, "atol": _number(raw.get("atol"), "atol"), "rtol": _number(raw.get("rtol"), "rtol"), **clean}
+
+
+def _list(raw, where: str, limit: int) -> list:
+    if not isinstance(raw, list) or len(raw) > limit:
+        raise Malformed(f"{where} is not a short list")
+    return raw
+
+
+def correctness(raw) -> dict | None:
+    """The trusted judge's correctness, checked all the same (its reply crosses a process)."""
     if raw is None:
         return None
     raw = _dict(raw, "correctness", ("atol", "rtol", "passed", "per_distribution"))

@@ -148,6 +148,43 @@ def unseen_work(measured: dict) -> str:
     return ""
 
 
+def run_batches(channel, fn, input_sets: list, device: str, median_ms: float) -> None:
+    """The candidate's side of the batch clock (runner/batchclock.py): announce the median this
+    process reports, then run each batch the parent commands, back to back, and say when it is
+    done; the parent times the batch on its own clock. On CUDA each batch is queued behind a
+    device-side wait of the parent's choosing, long enough for the host to launch every call,
+    so host launch gaps do not count against a launch-bound kernel."""
+    sync, sleep, cycles_per_ms, launch_ms = (lambda: None), None, 0.0, 0.0
+    if device == "cuda":
+        import torch
+
+        sync, sleep = torch.cuda.synchronize, torch.cuda._sleep
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        sync()
+        ev[0].record()
+        sleep(1_000_000)
+        ev[1].record()
+        sync()
+        cycles_per_ms = 1_000_000 / max(1e-6, ev[0].elapsed_time(ev[1]))
+        t0 = _perf_counter()
+        fn(*input_sets[0])
+        launch_ms = (_perf_counter() - t0) * 1000
+        sync()
+    channel.send("batch", at="ready", median_ms=median_ms, launch_ms=launch_ms)
+    while True:
+        command = channel.receive()
+        count = command.get("batch")
+        if not isinstance(count, int) or count <= 0:
+            return
+        sync()
+        if sleep is not None:
+            sleep(int(min(1000.0, float(command.get("cover_ms") or 0.0)) * cycles_per_ms))
+        for i in range(count):
+            fn(*input_sets[i % len(input_sets)])
+        sync()
+        channel.send("batch", at="done", n=count)
+
+
 def _warm(fn, input_sets, sync) -> None:
     deadline = _perf_counter() + WARMUP_S
     for i in range(50):

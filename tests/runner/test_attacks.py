@@ -193,24 +193,53 @@ PLAUSIBLE = {"status": "correct", "reason": "", "precision": "fp32", "compile": 
              "timing": {"median_ms": 0.008, "samples_ms": [0.008] * 20}, "device_fault": False, "phases": {}, "log": ""}
 
 
-def forging_problem(verdict: dict) -> str:
-    return (ATTACKS / "forge_verdict.py").read_text().replace("{FORGED}", repr(verdict))
-
-
 @pytest.mark.slow
 def test_a_malformed_forged_verdict_is_rejected_not_raised(pool):
-    result = pool.evaluate(forging_problem(MALFORMED), sources.SILU_KERNEL, seed=3)
+    result = pool.evaluate(forging("forge_verdict", MALFORMED), sources.SILU_KERNEL, seed=3)
     assert result["status"] == "rejected"
     assert "malformed verdict" in result["reason"] and "compile.seconds" in result["reason"], result["reason"]
     honest_is_judged_right(pool)
 
 
+def forging(name: str, verdict: dict, with_outputs: bool = False) -> str:
+    text = (ATTACKS / f"{name}.py").read_text().replace("{FORGED}", repr(verdict))
+    return text.replace("{WITH_OUTPUTS}", repr(with_outputs))
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the judge still shares the candidate's process: a well-formed forged "
-                   "verdict is believed until the judge has a process of its own (docs/SECURITY.md)")
-def test_a_plausible_forged_verdict_is_not_believed(pool):
-    result = pool.evaluate(forging_problem(PLAUSIBLE), sources.SILU_KERNEL, seed=4)
-    assert result["status"] != "correct"
+@pytest.mark.parametrize("name", ["forge_verdict", "forge_frames", "forge_proc_mem"])
+def test_a_plausible_forged_verdict_is_not_believed(pool, name):
+    """Correctness is the trusted judge's (runner/referee.py): a well-formed `correct` sent from the
+    candidate's process, found through gc, frames or /proc/self/mem, has no outputs behind it."""
+    result = pool.evaluate(forging(name, PLAUSIBLE), sources.SILU_KERNEL, seed=4)
+    assert result["status"] != "correct", result
+    if name != "forge_proc_mem" or result["status"] == "rejected":  # it may find no nonce: then no verdict
+        assert "the candidate's sandbox sent no outputs" in result["reason"], result["reason"]
+    honest_is_judged_right(pool)
+
+
+@pytest.mark.slow
+def test_a_forged_verdict_with_outputs_of_its_own_is_judged_on_them(pool):
+    """The forger also fills the exchange memory and lists what it put there: the judge compares
+    those outputs with the truths made in the problem's own sandbox, whatever the verdict says."""
+    result = pool.evaluate(forging("forge_frames", PLAUSIBLE, with_outputs=True), sources.SILU_KERNEL, seed=5)
+    assert result["status"] == "incorrect", result["reason"]
+    assert result["correctness"]["passed"] is False
+    honest_is_judged_right(pool)
+
+
+@pytest.mark.slow
+def test_forged_low_times_are_caught_by_the_batch_clock(pool):
+    """Samples twenty times lower than measured (the runner's timer functions replaced, which no
+    guard in the candidate's process watches): the parent's own clock over batches refuses them."""
+    problem = (ATTACKS / "forge_timing.py").read_text()
+    result = pool.evaluate(problem, sources.SOFTMAX_KERNEL, seed=6)
+    assert result["status"] == "rejected", result["reason"]
+    assert "below what the parent's clock allows" in result["reason"], result["reason"]
+    batch = next(m for m in result["measurements"] if m["what"] == "batch")
+    assert batch["slope_ms"] > 2 * batch["reported_ms"] and result["timing"] is None
+    honest = pool.evaluate(sources.SOFTMAX_PROBLEM, sources.SOFTMAX_KERNEL, seed=7)
+    assert honest["status"] == "correct", honest["reason"]
 
 
 @pytest.mark.slow

@@ -11,8 +11,11 @@ from . import sources
 
 
 def check_against(truth):
-    """A TruthCheck whose truth is `truth(inputs)` and whose fp32 reference is exact."""
-    return replay.TruthCheck(lambda x: [truth(x)], lambda x, t: 0.0, 1e-6, 1e-6)
+    """A check (as the trusted judge's) whose truth is `truth(inputs)` and whose fp32 reference is exact."""
+    def check(i, inputs, outs):
+        err, _ = verify.compare(outs, [truth(inputs)], 1e-6, 1e-6)
+        return None if verify.passes(err, 0.0) else err
+    return check
 
 
 def run_loop(n, outputs_for, block=8):
@@ -58,13 +61,22 @@ def test_a_static_output_buffer_written_every_call_stays_correct():
     assert wrong is None
 
 
-def test_truths_are_computed_once_per_input_set():
-    calls = []
-    check = replay.TruthCheck(lambda x: calls.append(1) or [x[0] * 2], lambda x, t: 0.0, 1e-6, 1e-6)
-    inputs = [torch.ones(4)]
-    assert check(inputs, [torch.full((4,), 2.0)]) is None
-    assert check(inputs, [torch.full((4,), 3.0)]) is not None
-    assert len(calls) == 1
+def test_only_calls_with_kept_truths_are_checked_within_the_limit():
+    """Large outputs: truths are kept for some input sets only, and a few calls are shipped to the judge."""
+    seen = []
+    late = replay.LateReplay(lambda i, x, o: seen.append(i), eligible=lambda i: i % 4 == 0, limit=3)
+    for i in range(100):
+        late.see(i, [torch.ones(2)], torch.ones(2))
+    late.finish()
+    assert len(seen) == 3 and all(i % 4 == 0 for i in seen)
+    assert seen[-1] == 96  # the last call whose inputs have a truth
+
+
+def test_kept_sets_follow_the_output_size():
+    small = [{"shape": [128, 2048], "dtype": "float32"}]
+    huge = [{"shape": [4096, 65536], "dtype": "float32"}]
+    assert replay.kept_sets(8, small) == 8
+    assert replay.kept_sets(4, huge) == 1
 
 
 class Lazy(torch.Tensor):
@@ -140,9 +152,9 @@ def test_static_output_buffer_is_correct(cpu_pool):
 def test_untimed_recorded_calls_are_spread_through_the_loop():
     seen = []
     late = replay.LateReplay(check_against(lambda x: x[0] * 2))
-    late.untimed = lambda inputs: seen.append(late.checked[-1])
+    late.untimed = lambda inputs: seen.append(int(inputs[0][0]))  # the call whose inputs it got
     for i in range(500):
-        x = [torch.full((4,), float(i % 3))]
+        x = [torch.full((4,), float(i))]
         late.see(i, x, x[0] * 2)
     assert [i // 8 for i in seen] == list(replay.LateReplay.UNTIMED_BLOCKS)
     assert late.untimed_calls == 4

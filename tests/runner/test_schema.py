@@ -34,10 +34,10 @@ def test_a_good_verdict_passes_and_its_summary_is_recomputed():
     (lambda v: v["timing"].update(samples_ms=[0.1] * 200_000), "samples"),
     (lambda v: v.update(reason="x" * 100_000), "longer than"),
     (lambda v: v.update(extra=1), "unknown field"),
-    (lambda v: v.update(timing=None), "needs passed correctness and a timing"),
-    (lambda v: v["correctness"]["per_distribution"][0].update(err=3.7e23), "says passed with err"),
-    (lambda v: v["correctness"]["per_distribution"][0].update(passed=False), "a distribution failed"),
-    (lambda v: v["correctness"].update(per_distribution="all"), "not a short list"),
+    (lambda v: v.update(timing=None), "needs a timing"),
+    (lambda v: v.update(exchange={"distributions": "all", "calls": [], "timed_calls": 1}), "not a short list"),
+    (lambda v: v.update(exchange={"distributions": [], "calls": [{"call": -1, "set": 0, "outputs": []}],
+                                  "timed_calls": 1}), "calls"),
     (lambda v: v.update(phases={"build_s": True}), "not a number"),
     (lambda v: v.update(compile=[1, 2]), "not an object"),
 ])
@@ -46,6 +46,36 @@ def test_malformed_verdicts_are_refused_with_a_reason(change, words):
     change(verdict)
     with pytest.raises(schema.Malformed, match=words):
         schema.evaluation(verdict)
+
+
+def test_a_sandbox_cannot_claim_correctness():
+    """Correctness is the trusted judge's (runner/referee.py): whatever the sandbox says is dropped."""
+    assert schema.evaluation(good_verdict())["correctness"] is None
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda c: c["per_distribution"][0].update(err=3.7e23), "says passed with err"),
+    (lambda c: c["per_distribution"][0].update(passed=False), "a distribution failed"),
+    (lambda c: c.update(per_distribution="all"), "not a short list"),
+])
+def test_the_judges_correctness_is_checked_too(change, words):
+    correctness = good_verdict()["correctness"]
+    assert schema.correctness(correctness)["passed"] is True
+    change(correctness)
+    with pytest.raises(schema.Malformed, match=words):
+        schema.correctness(correctness)
+
+
+def test_truths_are_checked():
+    entry = {"key": "set/0/0", "offset": 0, "nbytes": 16, "shape": [4], "dtype": "float32"}
+    ok = {"status": "ok", "reason": "", "atol": 1e-4, "rtol": 1e-4, "expected": [{"shape": [4], "dtype": "float32"}],
+          "distributions": [{"name": "get_inputs", "skipped": False, "trials": [{"ref_err": 0.1, "truths": [entry]}]}],
+          "sets": [{"index": 0, "ref_err": None, "truths": [entry]}], "set_count": 2}
+    assert schema.truths(ok)["atol"] == 1e-4
+    for broken in ({**ok, "atol": "tight"}, {**ok, "set_count": 0}, {**ok, "expected": []},
+                   {**ok, "sets": [{"index": 0, "ref_err": -1, "truths": [entry]}]}, {**ok, "extra": 1}):
+        with pytest.raises(schema.Malformed):
+            schema.truths(broken)
 
 
 @pytest.mark.parametrize("raw", [None, [], "correct", 3, {"status": None}])

@@ -1,5 +1,5 @@
-# Problem code runs in the same process as the judge (until the judge has a process of its
-# own): during an evaluation it finds the verdict channel and sends a verdict of its own.
+# Problem code runs in the candidate's sandbox too (the outputs' form and the weights come from it):
+# during an evaluation it finds the verdict channel through gc and sends a verdict of its own.
 import gc
 import os
 import sys

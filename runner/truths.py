@@ -1,0 +1,86 @@
+"""The truths of one evaluation, made in a sandbox that runs only the problem (never the
+candidate): for each correctness trial and each timed input set, the reference's float64
+result and PyTorch's own fp32 error on it, written to the sandbox's exchange memory
+(exchange.py) for the trusted judge (referee.py). Runs only inside a sandbox process.
+
+Inputs are not shipped: the candidate's sandbox makes the same ones from the same seeds
+(problem.make_inputs), and a candidate that computes on other inputs only fails itself.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import judge, replay
+from . import problem as problems
+from .exchange import Writer
+
+
+def run(job: dict, channel, exchange_fd: int) -> dict:
+    device, seed = job["device"], job["seed"]
+    torch.backends.cuda.matmul.allow_tf32 = False  # as the candidate's correctness reference
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        module = problems.load_module(job["problem_source"], judge.ROOT / "problem.py", "kernellab_problem")
+        problems.check_problem_module(module)
+        reference = problems.build_model(module.Model, list(module.get_init_inputs()), seed, device)
+        truth_model = judge.truth_model(reference)
+        channel.request_device()  # its device work is held apart from any timing, as a baseline's is
+        with torch.no_grad():
+            outputs = problems.as_outputs(reference(*problems.make_inputs(module, "get_inputs", seed, device)))
+        atol, rtol = problems.tolerance(outputs, module, job.get("atol"), job.get("rtol"))
+        expected = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
+        del outputs
+        writer = Writer(exchange_fd)
+        distributions = [_distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol,
+                                       expected) for index, name in enumerate(problems.DISTRIBUTIONS)]
+        sets = judge.input_sets(module, device, seed)
+        keep = replay.kept_sets(len(sets), expected)
+        timed = []
+        for index in range(keep):
+            truths = judge.truth(truth_model, reference, sets[index])
+            timed.append({"index": index, "ref_err": _finite(judge.reference_err(reference, sets[index], truths,
+                                                                                  atol, rtol)),
+                          "truths": _store(writer, f"set/{index}", truths, expected)})
+            del truths
+    except problems.ProblemError as exc:
+        return {"status": "invalid", "reason": str(exc)}
+    except Exception as exc:
+        return judge.failed_problem(exc, "the reference failed to run")
+    return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
+            "distributions": distributions, "sets": timed, "set_count": len(sets)}
+
+
+def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected) -> dict:
+    """One distribution's trials, as runner/judge.py draws them: stopped (skipped) at the first
+    trial without floating inputs or with a non-finite truth, as the in-process judge did."""
+    row = {"name": name, "skipped": False, "trials": []}
+    for trial in range(problems.TRIALS[name]):
+        inputs = problems.make_inputs(module, name, seed + 1000 * index + trial, device)
+        if name != "get_inputs" and not problems.has_floating_input(inputs):
+            row.update(skipped=True, skip_reason="no floating inputs")
+            break
+        truths = judge.truth(truth_model, reference, inputs)
+        if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
+            row.update(skipped=True, skip_reason="the truth is not finite on these inputs")
+            break
+        ref_err = judge.reference_err(reference, inputs, truths, atol, rtol)
+        row["trials"].append({"ref_err": _finite(ref_err),
+                              "truths": _store(writer, f"trial/{name}/{trial}", truths, expected)})
+        del truths, inputs
+    return row
+
+
+def _store(writer: Writer, key: str, truths: list, expected: list) -> list[dict]:
+    """Float64 truths are kept in float32 unless the output itself is float64: rounding to float32
+    moves err by at most ~6e-8 relative against tolerances of 1e-4 and looser, and halves the memory."""
+    entries = []
+    for k, truth in enumerate(truths):
+        if truth.is_floating_point() and "float64" not in expected[min(k, len(expected) - 1)]["dtype"]:
+            truth = truth.to(torch.float32)
+        entries.append(writer.put(f"{key}/{k}", truth))
+    return entries
+
+
+def _finite(value: float):
+    return None if value == float("inf") else float(value)
