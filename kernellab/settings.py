@@ -182,10 +182,11 @@ RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evalua
 # Builds need cores, not the device (they run at idle priority, runner/compile.py, so they never slow
 # the candidate being timed), and a load_inline build keeps one or two cores busy for a minute: a GPU
 # host runs one job per core (16 on 16 cores, at most 16); the device lock still lets one at a time
-# onto the GPU, and a job waiting for it holds a warm sandbox but no core. One warm sandbox per job.
+# onto the GPU, and a job waiting for it holds warm sandboxes but no core. Two warm sandboxes per job:
+# an evaluation takes the problem's (it makes the truths) and the candidate's.
 RUNNER_JOBS_IN_FLIGHT = env_int("RUNNER_JOBS_IN_FLIGHT",
                                 max(4, min(16, os.cpu_count() or 4)) if RUNNER_DEVICE == "cuda" else 1)
-RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", RUNNER_JOBS_IN_FLIGHT if RUNNER_DEVICE == "cuda" else 1)
+RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", 2 * RUNNER_JOBS_IN_FLIGHT)
 RUNNER_TIMEOUT = env_float("RUNNER_TIMEOUT", 300)
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
