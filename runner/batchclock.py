@@ -11,10 +11,15 @@ back to back with a warm L2 are no slower than the timed calls, which flush L2 f
 honest median is not lower than that slope; one lower by more than max(10%, 20 µs) is
 measured again (up to ROUNDS rounds, the fastest batch of each size kept), and if it
 persists it is `rejected` where the device was quiet (NVML, gpustate.py) and noisy where it
-was not. On the CPU there is no device state to read, and cores shared with other work make
-10% meaningless (a batch's sum takes in every spike of the host's load that a median leaves
-out: twice the median was seen on two busy cores): there it takes five rounds and is rejected
-past three times the slope, and only recorded below that.
+was not.
+
+On the CPU a wall clock says little on cores shared with other work (a batch's sum takes in
+every spike of the host's load that a median leaves out: three times the median was seen on
+two busy cores). There the parent reads, from the kernel, the CPU time the sandbox's
+processes ran during each batch (`/proc/*/task/*/schedstat`; time spent waiting for a core
+is not in it), and the slope of that per thread the sandbox may use is the per-call time an
+honest median is not below; a median under half of it, after five rounds, is `rejected`.
+Without those readings the wall-clock slope serves, rejecting only past three times it.
 
 Plain Python: the parent never imports torch.
 """
@@ -22,12 +27,14 @@ Plain Python: the parent never imports torch.
 from __future__ import annotations
 
 import math
+import os
 
 ROUNDS = {"cuda": 3, "cpu": 5}  # shared cores spike: the fastest of more rounds
 TARGET_MS = 20.0  # work in the large batch
 SMALL, LARGE_MIN, LARGE_MAX = 4, 8, 64  # LARGE_MAX bounds the launches queued behind one wait
 COVER_MAX_MS = 500.0
-CPU_FACTOR = 3.0  # on the CPU, what no load on the host explains: the median below a third of the slope
+CPU_FACTOR = 2.0  # CPU time per call can grow with a busy host's caches, never by half
+WALL_FACTOR = 3.0  # without CPU-time readings: what no load on the host explains
 
 
 def tolerance_ms(slope_ms: float) -> float:
@@ -38,19 +45,22 @@ class BatchClock:
     """One sandbox run's batches: `on_message` answers the sandbox's batch messages; `verdict`
     judges the median it finally reports."""
 
-    def __init__(self, device: str, *, rounds: int | None = None):
-        self.device, self.rounds = device, rounds or ROUNDS.get(device, 3)
+    def __init__(self, device: str, *, rounds: int | None = None, threads: int = 1):
+        self.device, self.rounds, self.threads = device, rounds or ROUNDS.get(device, 3), max(1, int(threads))
         self.claimed: float | None = None
         self.sizes: tuple[int, int] | None = None
         self.cover_ms = 0.0
         self.walls: dict[int, list[float]] = {}
+        self.cpus: dict[int, list[float]] = {}  # CPU milliseconds the sandbox ran per batch (CPU device)
         self._plan: list[int] = []
         self._sent_at: float | None = None
+        self._sent_cpu: float | None = None
         self._sent_n = 0
         self.done = False
 
-    def on_message(self, message: dict, now: float) -> dict | None:
-        """The command to send back (a batch size, 0 to end), or None for nothing."""
+    def on_message(self, message: dict, now: float, cpu_s: float | None = None) -> dict | None:
+        """The command to send back (a batch size, 0 to end), or None for nothing. `cpu_s`: the
+        sandbox's CPU seconds so far (`cpu_seconds`), read when the message arrived."""
         at = message.get("at")
         if at == "ready" and self.claimed is None:
             median, launch = message.get("median_ms"), message.get("launch_ms")
@@ -63,9 +73,11 @@ class BatchClock:
             # every launch of the large batch queued before the GPU gets to it, with room to spare
             self.cover_ms = min(COVER_MAX_MS, 2.0 * float(launch) * large + 0.2) if self.device == "cuda" else 0.0
             self._plan = [SMALL, large]
-            return self._next(now)
+            return self._next(now, cpu_s)
         if at == "done" and self._sent_at is not None and message.get("n") == self._sent_n:
             self.walls.setdefault(self._sent_n, []).append((now - self._sent_at) * 1000)
+            if cpu_s is not None and self._sent_cpu is not None:
+                self.cpus.setdefault(self._sent_n, []).append((cpu_s - self._sent_cpu) * 1000)
             self._sent_at = None
             if not self._plan:
                 if self.slope_ms() is None or not self._suspicious(self.claimed) \
@@ -73,25 +85,36 @@ class BatchClock:
                     self.done = True
                     return {"batch": 0}
                 self._plan = [SMALL, self.sizes[1]]
-            return self._next(now)
+            return self._next(now, cpu_s)
         return None
 
-    def _next(self, now: float) -> dict:
+    def _next(self, now: float, cpu_s: float | None) -> dict:
         self._sent_n = self._plan.pop(0)
-        self._sent_at = now
+        self._sent_at, self._sent_cpu = now, cpu_s
         return {"batch": self._sent_n, "cover_ms": self.cover_ms}
 
+    def _by_cpu_time(self) -> bool:
+        return self.device == "cpu" and self.sizes is not None and all(self.cpus.get(n) for n in self.sizes)
+
     def slope_ms(self) -> float | None:
+        """Per call: the wall clock's slope on the GPU; on the CPU the slope of the sandbox's CPU time
+        per thread it may use, where the readings exist."""
         if self.sizes is None:
             return None
         small, large = self.sizes
+        if self._by_cpu_time():
+            return max(0.0, (min(self.cpus[large]) - min(self.cpus[small])) / (large - small) / self.threads)
         if not self.walls.get(small) or not self.walls.get(large):
             return None
         return max(0.0, (min(self.walls[large]) - min(self.walls[small])) / (large - small))
 
     def _suspicious(self, median_ms: float | None) -> bool:
         slope = self.slope_ms()
-        return slope is not None and median_ms is not None and median_ms < slope - tolerance_ms(slope)
+        if slope is None or median_ms is None:
+            return False
+        if self.device == "cpu":
+            return median_ms < slope / (CPU_FACTOR if self._by_cpu_time() else WALL_FACTOR)
+        return median_ms < slope - tolerance_ms(slope)
 
     def verdict(self, median_ms: float, disturbance: str | None) -> tuple[str, str] | None:
         """('rejected', why) or ('noisy', why) for a reported median the batches do not bear out;
@@ -104,16 +127,50 @@ class BatchClock:
         if not self._suspicious(median_ms):
             return None
         rounds = len(self.walls.get(self.sizes[0], []))
+        clock = "of CPU time" if self._by_cpu_time() else "per call"
         why = (f"the reported per-call time {median_ms:.4f} ms is below what the parent's clock allows: "
-               f"{slope:.4f} ms per call over batches of {self.sizes[0]} and {self.sizes[1]} calls "
+               f"{slope:.4f} ms {clock} over batches of {self.sizes[0]} and {self.sizes[1]} calls "
                f"({rounds} rounds)")
         if self.device == "cuda":
             if disturbance:
                 return "noisy", f"{why}, on a disturbed device ({disturbance})"
             return "rejected", f"{why}, on a quiet device"
-        if median_ms < slope / CPU_FACTOR:
-            return "rejected", why
-        return None  # on a shared host's cores, within what its load alone can explain
+        return "rejected", why
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds run so far by `pid` and every process below it, from the kernel's per-thread
+    accounting (`schedstat`: time on a CPU, in ns); None where /proc cannot tell."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(name))
+    total, found, todo = 0, False, [pid]
+    while todo:
+        current = todo.pop()
+        todo.extend(children.get(current, []))
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/schedstat") as handle:
+                    total += int(handle.read().split()[0])
+                found = True
+            except (OSError, IndexError, ValueError):
+                continue
+    return total / 1e9 if found else None
 
 
 def _positive(value, zero: bool = False) -> bool:

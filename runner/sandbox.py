@@ -149,7 +149,7 @@ class Sandbox:
         self.gpu_cap_mb = gpumem.cap_mb() if device == "cuda" and self.slot is not None else None
         self.gpu_exceeded_mb: int | None = None
         self.measurements = gpustate.Measurements(None)
-        self.batches = batchclock.BatchClock(device)
+        self.batches = batchclock.BatchClock(device, threads=self.threads)
         self.exchange_fd: int | None = exchange.create()  # tensors to the trusted judge (exchange.py)
         try:
             self._start()
@@ -338,7 +338,9 @@ class Sandbox:
         first = self.batches.claimed is None
         if first:
             self.measurements.on_timing({"what": "batch", "at": "begin"})
-        reply = self.batches.on_message(message, time.monotonic())
+        now = time.monotonic()
+        cpu = batchclock.cpu_seconds(self.process.pid) if self.device == "cpu" else None
+        reply = self.batches.on_message(message, now, cpu)
         if reply is not None:
             if self.batches.done and not first:
                 self.measurements.on_timing({"what": "batch", "at": "end"})

@@ -314,7 +314,7 @@ def _validation(problem: Problem) -> dict:
     baseline = problem.baseline
     return {"status": problem.validation_status, "reason": problem.validation_reason,
             "eager_ms": baseline.get("eager_ms"), "compile_ms": baseline.get("compile_ms"),
-            "noisy": (problem.validation or {}).get("noisy"),
+            "compile_mode": baseline.get("compile_mode"), "noisy": (problem.validation or {}).get("noisy"),
             "device_name": (problem.validation or {}).get("environment", {}).get("device_name")}
 
 

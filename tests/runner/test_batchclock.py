@@ -2,17 +2,25 @@
 honest medians pass, forged low ones are re-measured and then rejected on a quiet device, noisy
 on a disturbed one; a sandbox that skips the batches or changes its median is rejected."""
 
-from runner.batchclock import BatchClock, tolerance_ms
+import os
+import subprocess
+import sys
+import time
+
+from runner.batchclock import BatchClock, cpu_seconds, tolerance_ms
 
 
 def drive(clock: BatchClock, median_ms: float, per_call_ms: float, overhead_ms: float = 0.3,
-          launch_ms: float = 0.02) -> BatchClock:
-    """Run the clock's commands against a sandbox whose calls take `per_call_ms` each."""
-    now = 0.0
-    reply = clock.on_message({"at": "ready", "median_ms": median_ms, "launch_ms": launch_ms}, now)
+          launch_ms: float = 0.02, cpu_per_call_ms: float | None = None) -> BatchClock:
+    """Run the clock's commands against a sandbox whose calls take `per_call_ms` each (of the wall
+    clock) and, where given, `cpu_per_call_ms` of CPU time."""
+    now, cpu = 0.0, (0.0 if cpu_per_call_ms is not None else None)
+    reply = clock.on_message({"at": "ready", "median_ms": median_ms, "launch_ms": launch_ms}, now, cpu)
     while reply and reply["batch"]:
         now += (overhead_ms + clock.cover_ms + reply["batch"] * per_call_ms) / 1000
-        reply = clock.on_message({"at": "done", "n": reply["batch"]}, now)
+        if cpu is not None:
+            cpu += (0.1 + reply["batch"] * cpu_per_call_ms) / 1000
+        reply = clock.on_message({"at": "done", "n": reply["batch"]}, now, cpu)
     return clock
 
 
@@ -48,6 +56,38 @@ def test_on_the_cpu_only_a_gross_difference_is_rejected():
     clock = drive(BatchClock("cpu"), median_ms=0.05, per_call_ms=1.0)
     assert len(clock.walls[clock.sizes[0]]) == 5
     assert clock.verdict(0.05, None)[0] == "rejected"
+
+
+def test_on_the_cpu_the_sandboxs_cpu_time_decides_not_a_busy_hosts_wall_clock():
+    # Calls that waited for a core (wall 3.5x the median) but ran their median's worth of CPU: honest.
+    busy = drive(BatchClock("cpu"), median_ms=1.0, per_call_ms=3.5, cpu_per_call_ms=1.1)
+    assert busy.verdict(1.0, None) is None
+    assert abs(busy.slope_ms() - 1.1) < 1e-6
+    # Forged: the calls ran twenty times the CPU time the sandbox reports.
+    forged = drive(BatchClock("cpu"), median_ms=0.05, per_call_ms=1.0, cpu_per_call_ms=1.0)
+    assert len(forged.walls[forged.sizes[0]]) == 5
+    status, why = forged.verdict(0.05, None)
+    assert status == "rejected" and "of CPU time" in why
+    # CPU time spread over the threads the sandbox may use.
+    threaded = drive(BatchClock("cpu", threads=4), median_ms=0.3, per_call_ms=0.3, cpu_per_call_ms=1.2)
+    assert threaded.verdict(0.3, None) is None and abs(threaded.slope_ms() - 0.3) < 1e-6
+
+
+def test_cpu_seconds_counts_a_process_and_its_children_but_not_their_waiting():
+    spin = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, "
+                               f"'-c', {spin!r}])"], start_new_session=True)
+    try:
+        time.sleep(2.5)  # both interpreters started, the child has spun 0.4 s and sleeps
+        first = cpu_seconds(parent.pid)
+        time.sleep(0.5)
+        second = cpu_seconds(parent.pid)
+        assert first is not None and first >= 0.4
+        assert second - first < 0.05  # sleeping is not running
+    finally:
+        os.killpg(parent.pid, 9)  # the child too
+        parent.wait()
+    assert cpu_seconds(parent.pid) is None  # gone: nothing to read
 
 
 def test_skipped_batches_or_another_median_are_rejected():
