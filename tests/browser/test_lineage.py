@@ -29,7 +29,15 @@ out = dict(id=k.id, idea=follow_up.id)
 
 
 def click_node(page, key: str) -> None:
-    """A real mouse click where the node is drawn (a dot has no box of its own to aim at)."""
+    """A real mouse click where the node is drawn (a dot has no box of its own to aim at), once
+    nothing else is drawn there (a live redraw can move the picture under the pointer)."""
+    page.wait_for_function("""key => {
+        const node = document.getElementById("ln-" + key);
+        if (!node) return false;
+        const r = node.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+        return hit !== null && (hit === node || node.contains(hit));
+    }""", arg=key)
     page.mouse.click(*node_centre(page, key))
 
 
@@ -92,6 +100,7 @@ out = dict(id=k.id, broken=broken.id)
 """)
     page = logged_in_page
     page.goto(f"/searches/{seeded['search']}/lineage/")
+    expect(page.locator("#live-state")).to_have_text("live")  # the replayed events are drawn
     expect(page.locator("#lineage-svg .kn")).to_have_count(5)
     expect(page.locator("#lineage-svg .kn.best")).to_have_count(3)
     # The repair hangs from the kernel it repairs, on an edge of its own kind.
@@ -110,6 +119,9 @@ out = dict(id=k.id, broken=broken.id)
     expect(page.locator("#lineage-view")).to_have_attribute("transform", before)
     page.keyboard.down("Shift")
     click_node(page, f"k{repair['broken']}")
+    # The selection opens the side panel, which can move the picture: aim once it has been redrawn.
+    expect(page.locator("#lineage-picked")).to_contain_text("1 of 2 picked")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     click_node(page, f"k{repair['id']}")
     page.keyboard.up("Shift")
     expect(page.locator("#lineage-compare")).to_be_enabled()
