@@ -11,6 +11,7 @@ The parent's part (create, seal) is plain Python; the tensor parts import torch 
 from __future__ import annotations
 
 import fcntl
+import math
 import mmap
 import os
 import warnings
@@ -99,9 +100,7 @@ class Reader:
         if dtype is not None and dtype != got_dtype:
             raise Unusable(f"an exchange entry has dtype {got_dtype}, not {dtype}")
         torch_dtype = getattr(torch, got_dtype)
-        count = 1
-        for n in got_shape:
-            count *= n
+        count = math.prod(got_shape)
         size = count * torch.empty((), dtype=torch_dtype).element_size()
         if not (isinstance(offset, int) and isinstance(nbytes, int) and nbytes == size and 0 <= offset
                 and offset + nbytes <= self.size and offset % ALIGN == 0):

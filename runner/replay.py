@@ -12,6 +12,7 @@ so it can only add evidence: it is one of the checks a determined candidate coul
 from __future__ import annotations
 
 import ctypes
+import math
 import random
 
 from .verify import plain_tensor
@@ -28,13 +29,7 @@ def kept_sets(count: int, expected: list[dict]) -> int:
 
 
 def output_bytes(expected: list[dict]) -> int:
-    total = 0
-    for e in expected:
-        count = 1
-        for n in e["shape"]:
-            count *= int(n)
-        total += count * (8 if "float64" in str(e["dtype"]) else 4)
-    return total
+    return sum(math.prod(int(n) for n in e["shape"]) * (8 if "float64" in str(e["dtype"]) else 4) for e in expected)
 
 
 def materialised(result):

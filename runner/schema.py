@@ -115,20 +115,12 @@ def _exchange(raw) -> dict | None:
     if raw is None:
         return None
     raw = _dict(raw, "exchange", ("distributions", "calls", "timed_calls"))
-    rows = raw.get("distributions")
-    if not isinstance(rows, list) or len(rows) > MAX_DISTRIBUTIONS:
-        raise Malformed("exchange.distributions is not a short list")
-    for row in rows:
+    for row in _list(raw.get("distributions"), "exchange.distributions", MAX_DISTRIBUTIONS):
         row = _dict(row, "exchange.distributions[]", ("name", "trials"))
         _text(row.get("name"), "exchange.distributions[].name", 64)
-        if not isinstance(row.get("trials"), list) or len(row["trials"]) > MAX_TRIALS:
-            raise Malformed("exchange.distributions[].trials is not a short list")
-        for trial in row["trials"]:
+        for trial in _list(row.get("trials"), "exchange.distributions[].trials", MAX_TRIALS):
             _entries(trial, "exchange.distributions[].trials[]")
-    calls = raw.get("calls")
-    if not isinstance(calls, list) or len(calls) > MAX_CALLS:
-        raise Malformed("exchange.calls is not a short list")
-    for call in calls:
+    for call in _list(raw.get("calls"), "exchange.calls", MAX_CALLS):
         call = _dict(call, "exchange.calls[]", ("call", "set", "outputs"))
         _integer(call.get("call"), "exchange.calls[].call", 0, 10**7)
         _integer(call.get("set"), "exchange.calls[].set", 0, 10**4)
@@ -138,9 +130,7 @@ def _exchange(raw) -> dict | None:
 
 
 def _entries(raw, where: str) -> None:
-    if not isinstance(raw, list) or len(raw) > MAX_OUTPUTS:
-        raise Malformed(f"{where} is not a short list")
-    for entry in raw:
+    for entry in _list(raw, where, MAX_OUTPUTS):
         _dict(entry, f"{where}[]", ("key", "offset", "nbytes", "shape", "dtype"))
 
 
