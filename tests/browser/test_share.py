@@ -10,14 +10,20 @@ from tests.browser import dashboard_seed
 pytestmark = [pytest.mark.e2e]
 
 
+def create_share(page, label: str) -> str:
+    """A share link made from the page's own form; its address as the page shows it."""
+    page.locator("#share-links input[name=label]").fill(label)
+    page.locator("#share-create").click()
+    url = page.locator("#share-url").input_value()
+    assert "/s/" in url
+    return url
+
+
 def test_share_link_logged_out_then_revoked(logged_in_page, stack, chromium):
     seeded = dashboard_seed.small_search(stack, "shared search")
     page = logged_in_page
     page.goto(f"/kernels/{seeded['faster']}/")
-    page.locator("#share-links input[name=label]").fill("for the reading group")
-    page.locator("#share-create").click()
-    url = page.locator("#share-url").input_value()
-    assert "/s/" in url
+    url = create_share(page, "for the reading group")
 
     stranger = chromium.new_context()
     try:
@@ -76,10 +82,7 @@ out = dict(suite=str(suite.code))
 """))
     page = logged_in_page
     page.goto(f"/suites/{seeded['suite']}/")
-    page.locator("#share-links input[name=label]").fill("for the benchmark review")
-    page.locator("#share-create").click()
-    url = page.locator("#share-url").input_value()
-    assert "/s/" in url
+    url = create_share(page, "for the benchmark review")
 
     stranger = chromium.new_context()
     try:
