@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,8 +109,9 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
+    sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": seed, "problem_source": problem_source,
-                  "atol": atol, "rtol": rtol}
+                  "atol": atol, "rtol": rtol, "sample_secret": sample_secret.hex()}
     truths_sandbox = pool.take()
     try:
         sandbox = pool.take()
@@ -122,7 +124,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="truths") as side:
             made = side.submit(truths_sandbox.run, truths_job, timeout)  # the truths are made meanwhile
-            outcome = sandbox.run(job, timeout)
+            outcome = sandbox.run(job, timeout, sample_secret=sample_secret)
             made = made.result()
         builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
         result["build_cache"] = builds.describe()

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import compile as compiling
-from . import facts, machine, watchdog
+from . import facts, machine, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
 from . import timing, verify
@@ -255,8 +255,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     with torch.no_grad():
         expected_outputs = problems.as_outputs(reference(*shape_inputs))
     expected = [{"shape": tuple(o.shape), "dtype": o.dtype, "device": o.device.type} for o in expected_outputs]
+    tolerance = problems.tolerance(expected_outputs, module, job.get("atol"), job.get("rtol"))
     del expected_outputs, shape_inputs
     shipped = result["exchange"] = {"distributions": [], "calls": [], "timed_calls": 0}
+    ship = Shipper(writer, channel, reference, tolerance)
 
     state = {"first": True, "ops": []}
 
@@ -274,10 +276,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
         return outs
 
     for index, name in enumerate(problems.DISTRIBUTIONS):
-        shipped["distributions"].append(_run_distribution(module, name, index, seed, device, run_candidate, writer))
+        shipped["distributions"].append(_run_distribution(module, name, index, seed, device, run_candidate, ship))
     phases["correctness_s"], mark = _perf_counter() - mark, _perf_counter()
     result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
-    result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, writer,
+    result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped)
     phases["timing_s"] = _perf_counter() - mark
 
@@ -335,7 +337,7 @@ def _call(new, given, state, counter, allow_library, sync):
         raise _classify(exc, during="running forward") from None
 
 
-def _run_distribution(module, name, index, seed, device, run_candidate, writer) -> dict:
+def _run_distribution(module, name, index, seed, device, run_candidate, ship) -> dict:
     """The candidate's outputs on one distribution's trials (the inputs truths.py draws the same
     way), into the exchange memory; a distribution without floating inputs is not run."""
     row = {"name": name, "trials": []}
@@ -347,7 +349,10 @@ def _run_distribution(module, name, index, seed, device, run_candidate, writer) 
             outs = run_candidate(inputs)
         except verify.Rejected as exc:
             raise Verdict("rejected", str(exc)) from None
-        row["trials"].append([writer.put(f"trial/{name}/{trial}/{k}", o) for k, o in enumerate(outs)])
+        try:
+            row["trials"].append(ship(f"trial/{name}/{trial}", f"trial/{name}/{trial}", outs, whole=(name, inputs)))
+        except BaseException as exc:
+            raise _classify(exc, during="comparing the outputs") from None
         del outs, inputs
     return row
 
@@ -380,19 +385,21 @@ def truth(truth_model, reference, inputs) -> list:
         return problems.as_outputs(reference(*verify.copies(inputs)))
 
 
-def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, writer, expected, shipped):
+def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship, expected, shipped):
     sets = input_sets(module, device, seed)
     form = [{"shape": list(e["shape"]), "dtype": str(e["dtype"])} for e in expected]
     keep = replay_.kept_sets(len(sets), form)
 
-    def ship(i, inputs, outs):
+    def ship_call(i, inputs, outs):
         shipped["calls"].append({"call": i, "set": i % len(sets),
-                                 "outputs": [writer.put(f"call/{i}/{k}", o) for k, o in enumerate(outs)]})
+                                 "outputs": ship(f"call/{i}", f"set/{i % len(sets)}", outs)})
 
-    # judging: timed calls' outputs sampled over the whole loop (runner/replay.py), plain and dense
-    replay = replay_.LateReplay(ship, device=device, untimed=run_candidate, eligible=lambda i: i % len(sets) < keep,
-                                limit=max(1, min(64, 512 // len(form),  # the judge's request stays one socket message
-                                                replay_.REPLAY_BYTES // max(1, replay_.output_bytes(form)))))
+    # judging: timed calls' outputs sampled over the whole loop (runner/replay.py), plain and dense;
+    # the judge's request stays one socket message, and the checks spread over the longest loop
+    limit = max(1, min(64, 512 // len(form),
+                       replay_.SHIPPED_BYTES // max(1, replay_.output_bytes(form, shipped=True))))
+    replay = replay_.LateReplay(ship_call, device=device, untimed=run_candidate, eligible=lambda i: i % len(sets) < keep,
+                                limit=limit, block=max(8, -(-timing.MAX_REPS // limit)))
 
     def call(*inputs):
         return replay_.materialised(new(*inputs))
@@ -417,6 +424,45 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     return stats
+
+
+class Shipper:
+    """Outputs into the exchange memory for the trusted judge: whole, or as their sample
+    (sampling.py) at positions the parent reveals only now that the output exists. A sampled
+    correctness output is first compared here in full, with this sandbox's own truths: a check
+    inside the candidate's process, so it can only refuse (an honest kernel wrong in a few
+    elements the sample misses is still caught)."""
+
+    def __init__(self, writer: Writer, channel, reference, tolerance):
+        self.writer, self.channel, self.reference, self.tolerance = writer, channel, reference, tolerance
+        self.truth_model = None
+
+    def __call__(self, key: str, seed_key: str, outs: list, whole=None) -> list[dict]:
+        if whole is not None and any(sampling.sampled(o.shape) for o in outs):
+            self._compare_whole(outs, *whole)
+        entries = []
+        for k, out in enumerate(outs):
+            if sampling.sampled(out.shape):
+                self.channel.send("sample", key=f"{seed_key}/{k}")
+                seed = self.channel.receive().get("seed")
+                if not isinstance(seed, int):
+                    raise RuntimeError("the parent gave no sample seed")
+                out = sampling.take(out, seed)
+            entries.append(self.writer.put(f"{key}/{k}", out))
+        return entries
+
+    def _compare_whole(self, outs: list, name: str, inputs) -> None:
+        if self.truth_model is None:
+            self.truth_model = truth_model(self.reference) or False
+        atol, rtol = self.tolerance
+        truths = truth(self.truth_model or None, self.reference, inputs)
+        ref_err = reference_err(self.reference, inputs, truths, atol, rtol)
+        err, abs_err = verify.compare(outs, truths, atol, rtol)
+        del truths
+        if not verify.passes(err, ref_err):
+            shown = (lambda v: "inf" if v == float("inf") else f"{v:.3g}")
+            raise Verdict("incorrect", f"wrong on the {name} inputs: err {shown(err)} (1 allowed; PyTorch's fp32 "
+                                       f"gets {shown(ref_err)}), max abs error {shown(abs_err)}")
 
 
 def _guard(guarded) -> None:

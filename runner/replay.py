@@ -15,11 +15,14 @@ import ctypes
 import math
 import random
 
+from .sampling import shipped_shape
 from .verify import plain_tensor
 
-__all__ = ["LateReplay", "materialised", "kept_sets", "output_bytes", "REPLAY_BYTES"]
+__all__ = ["LateReplay", "materialised", "kept_sets", "output_bytes", "REPLAY_BYTES", "SHIPPED_BYTES"]
 
-REPLAY_BYTES = 1024**3  # host memory for the truths of timed input sets, and again for sampled outputs
+REPLAY_BYTES = 1024**3  # output bytes of the timed input sets whose truths are made (device time there)
+UNTIMED_BLOCK = 8
+SHIPPED_BYTES = 256 * 1024**2  # what the checked timed calls copy to the host, inside the timing loop
 
 
 def kept_sets(count: int, expected: list[dict]) -> int:
@@ -28,8 +31,11 @@ def kept_sets(count: int, expected: list[dict]) -> int:
     return max(1, min(count, REPLAY_BYTES // max(1, output_bytes(expected))))
 
 
-def output_bytes(expected: list[dict]) -> int:
-    return sum(math.prod(int(n) for n in e["shape"]) * (8 if "float64" in str(e["dtype"]) else 4) for e in expected)
+def output_bytes(expected: list[dict], *, shipped: bool = False) -> int:
+    """Bytes of one call's outputs, or (`shipped`) of what crosses to the judge: a large output's sample."""
+    shape = shipped_shape if shipped else (lambda s: s)
+    return sum(math.prod(int(n) for n in shape(e["shape"])) * (8 if "float64" in str(e["dtype"]) else 4)
+               for e in expected)
 
 
 def materialised(result):
@@ -47,8 +53,8 @@ class LateReplay:
     is caught wherever it turns. The picks come from the OS's randomness, nothing the candidate can
     read in this process."""
 
-    # Blocks after whose sampled call one untimed, recorded call runs (aten ops, launches): spread
-    # over loops of any length, at most four extra calls.
+    # Blocks of UNTIMED_BLOCK calls after whose sampled call one untimed, recorded call runs (aten
+    # ops, launches): spread over loops of any length, at most four extra calls.
     UNTIMED_BLOCKS = (1, 4, 16, 48)
 
     def __init__(self, check, block: int = 8, device: str = "cpu", untimed=None, eligible=None, limit=None):
@@ -67,18 +73,20 @@ class LateReplay:
         self.failure: tuple[int, float] | None = None
 
     def see(self, i: int, inputs, out) -> None:
-        outs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
+        if i % UNTIMED_BLOCK == 0:
+            self.pick = i + self.random.randrange(UNTIMED_BLOCK)
         if i % self.block == 0:
-            self.pick = i + self.random.randrange(self.block)
             eligible = [j for j in range(i, i + self.block) if self.eligible(j)]
             self.check_pick = self.random.choice(eligible) if eligible else -1
         room = self.limit is None or len(self.checked) < self.limit - 1  # one kept for the last call
+        if self.eligible(i):  # only a call that may be checked is copied (a full output's copy costs device time)
+            outs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
         if i == self.check_pick and room:
             self._check(i, inputs, outs)
             self.last = None
         elif self.eligible(i):
             self.last = (i, inputs, outs)
-        if i == self.pick and self.untimed is not None and i // self.block in self.UNTIMED_BLOCKS:
+        if i == self.pick and self.untimed is not None and i // UNTIMED_BLOCK in self.UNTIMED_BLOCKS:
             self.untimed_calls += 1
             self.untimed(inputs)
         self.between_calls()

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import batchclock, exchange, gpumem, gpustate, isolation, limits, schema, watchdog
+from . import batchclock, exchange, gpumem, gpustate, isolation, limits, sampling, schema, watchdog
 from .devicelock import DeviceLock
 from .errors import RunnerError
 from .streams import Tail, classify_exit
@@ -267,9 +267,10 @@ class Sandbox:
                     self.environment = {}
                 return self.environment
 
-    def run(self, job: dict, timeout: float) -> SandboxOutcome:
+    def run(self, job: dict, timeout: float, sample_secret: bytes | None = None) -> SandboxOutcome:
         """Send `job`, wait for its verdict within `timeout` seconds (waiting for the device
-        does not count), and always end the process."""
+        does not count), and always end the process. `sample_secret` answers the candidate's
+        requests for the seed of an output's sample (sampling.py)."""
         nonce = secrets.token_hex(16)
         asked = time.monotonic()
         lock = watch = None
@@ -315,6 +316,9 @@ class Sandbox:
                     reply = self.measurements.on_timing(message)
                     if reply is not None:
                         self._send(reply)
+                elif message.get("kind") == "sample":
+                    self._send({"seed": None if sample_secret is None
+                                else sampling.seed_for(sample_secret, str(message.get("key")))})
                 elif message.get("kind") == "device" and lock is None:
                     waited = time.monotonic()
                     lock = DeviceLock(self.device).acquire()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import judge, replay
+from . import judge, replay, sampling
 from . import problem as problems
 from .exchange import Writer
 
@@ -32,8 +32,9 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
         expected = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
         del outputs
         writer = Writer(exchange_fd)
+        secret = bytes.fromhex(job["sample_secret"])
         distributions = [_distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol,
-                                       expected) for index, name in enumerate(problems.DISTRIBUTIONS)]
+                                       expected, secret) for index, name in enumerate(problems.DISTRIBUTIONS)]
         sets = judge.input_sets(module, device, seed)
         keep = replay.kept_sets(len(sets), expected)
         timed = []
@@ -41,7 +42,7 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
             truths = judge.truth(truth_model, reference, sets[index])
             timed.append({"index": index, "ref_err": _finite(judge.reference_err(reference, sets[index], truths,
                                                                                   atol, rtol)),
-                          "truths": _store(writer, f"set/{index}", truths, expected)})
+                          "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
@@ -51,7 +52,8 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
             "distributions": distributions, "sets": timed, "set_count": len(sets)}
 
 
-def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected) -> dict:
+def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected,
+                  secret) -> dict:
     """One distribution's trials, as runner/judge.py draws them: stopped (skipped) at the first
     trial without floating inputs or with a non-finite truth, as the in-process judge did."""
     row = {"name": name, "skipped": False, "trials": []}
@@ -66,16 +68,19 @@ def _distribution(module, name, index, seed, device, reference, truth_model, wri
             break
         ref_err = judge.reference_err(reference, inputs, truths, atol, rtol)
         row["trials"].append({"ref_err": _finite(ref_err),
-                              "truths": _store(writer, f"trial/{name}/{trial}", truths, expected)})
+                              "truths": _store(writer, f"trial/{name}/{trial}", truths, expected, secret)})
         del truths, inputs
     return row
 
 
-def _store(writer: Writer, key: str, truths: list, expected: list) -> list[dict]:
+def _store(writer: Writer, key: str, truths: list, expected: list, secret: bytes) -> list[dict]:
     """Float64 truths are kept in float32 unless the output itself is float64: rounding to float32
-    moves err by at most ~6e-8 relative against tolerances of 1e-4 and looser, and halves the memory."""
+    moves err by at most ~6e-8 relative against tolerances of 1e-4 and looser, and halves the memory.
+    A large truth is kept as its sample (sampling.py), at the positions the candidate's will be."""
     entries = []
     for k, truth in enumerate(truths):
+        if sampling.sampled(truth.shape):
+            truth = sampling.take(truth, sampling.seed_for(secret, f"{key}/{k}"))
         if truth.is_floating_point() and "float64" not in expected[min(k, len(expected) - 1)]["dtype"]:
             truth = truth.to(torch.float32)
         entries.append(writer.put(f"{key}/{k}", truth))

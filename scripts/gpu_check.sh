@@ -7,6 +7,7 @@
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_check.sh [--no-tests] [--no-bench]
 #   GPU_TESTS=tests/runner/test_gpu.py limits the tests to one file; GPU_PYTEST_ARGS adds pytest options
 #   (e.g. "-n 4": the runner's sandboxes take their own slots, and timing waits for the device lock).
+#   BENCH_ARGS adds `runner bench` options (e.g. "--repeats 2 --candidates 30").
 set -uo pipefail
 OUT=${OUT:-/tmp/kernellab-gpu-check}
 mkdir -p "$OUT"
@@ -51,7 +52,7 @@ if [ "$run_tests" = 1 ]; then
   status=${PIPESTATUS[0]}
 fi
 if [ "$run_bench" = 1 ]; then
-  "$PY" -m runner bench --device cuda --json >"$OUT/bench.json" 2>"$OUT/bench.err" || status=1
+  "$PY" -m runner bench --device cuda --json ${BENCH_ARGS:-} >"$OUT/bench.json" 2>"$OUT/bench.err" || status=1
   "$PY" -c "import json, sys; from runner.bench import table; print(table(json.load(open(sys.argv[1]))))" \
       "$OUT/bench.json" | tee "$OUT/bench.txt"
   tail -n 30 "$OUT/bench.err"
