@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 import os
 
+from .procs import parent_pid
+
 ROUNDS = {"cuda": 3, "cpu": 5}  # shared cores spike: the fastest of more rounds
 TARGET_MS = 20.0  # work in the large batch
 SMALL, LARGE_MIN, LARGE_MAX = 4, 8, 64  # LARGE_MAX bounds the launches queued behind one wait
@@ -147,14 +149,9 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(name))
+        parent = parent_pid(name) if name.isdigit() else None
+        if parent is not None:
+            children.setdefault(parent, []).append(int(name))
     total, found, todo = 0, False, [pid]
     while todo:
         current = todo.pop()

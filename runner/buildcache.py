@@ -34,6 +34,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from .procs import parent_pid
 from .version import RUNNER_VERSION
 
 MANIFEST = "manifest.json"
@@ -57,6 +58,15 @@ def entry_limit_bytes() -> int:
 
 
 FILES_MAX = 4096
+
+
+def total_limit_bytes() -> int:
+    """The most the whole cache keeps (KERNELLAB_BUILD_CACHE_MB, default 8192): past it the
+    least recently used entries go, so old toolchains' builds do not fill the disk."""
+    try:
+        return max(1, int(os.environ.get("KERNELLAB_BUILD_CACHE_MB", "8192"))) * 1024 * 1024
+    except ValueError:
+        return 8192 * 1024 * 1024
 
 
 def cache_dir() -> Path:
@@ -143,8 +153,7 @@ def _inner_pid(sandbox) -> int | None:
         pass
     for folder in sandbox.cgroups.folders() if sandbox.cgroups else []:  # without /proc/.../children
         for candidate in (folder / "cgroup.procs").read_text().split():
-            fields = Path(f"/proc/{candidate}/stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
+            if parent_pid(candidate) == pid:
                 return int(candidate)
     return None
 
@@ -188,6 +197,7 @@ def restore(held: Held, cache_key: str) -> bool:
                 os.utime(fd, ns=(facts["mtime_ns"], facts["mtime_ns"]))
             finally:
                 os.close(fd)
+        _used(entry)
         return True
     except (OSError, ValueError, KeyError, TypeError):
         for folder, name in written:
@@ -243,11 +253,52 @@ def publish(held: Held, cache_key: str) -> bool:
                                            "mode": mode, "mtime_ns": mtime_ns}
         (staging / MANIFEST).write_text(json.dumps(manifest))
         os.rename(staging, folder / cache_key)  # fails if the entry exists: never overwritten
-        return True
     except OSError:
         return False
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    evict()
+    return True
+
+
+def _used(entry: Path) -> None:
+    """A hit makes the entry the most recently used (its folder's mtime is the age evict reads)."""
+    try:
+        os.utime(entry)
+    except OSError:
+        pass
+
+
+def evict() -> list[str]:
+    """Remove the least recently used entries until the cache fits total_limit_bytes(); the
+    removed keys. An entry goes by one rename out of its key's name first, so a restore running
+    meanwhile finds it whole or not at all (a half-read one fails its checks and builds afresh)."""
+    folder, entries = cache_dir(), []
+    try:
+        names = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    except OSError:
+        return []
+    for entry in names:
+        manifest = _manifest(entry, entry.name)
+        try:
+            used = entry.stat().st_mtime
+        except OSError:
+            continue
+        size = sum(int(f.get("size", 0)) for f in manifest["files"].values()) if manifest else 0
+        entries.append((used if manifest else 0.0, size, entry))  # an unreadable entry goes first
+    total, removed = sum(size for _, size, _ in entries), []
+    for _, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total <= total_limit_bytes():
+            break
+        doomed = folder / f".evicted-{secrets.token_hex(8)}"
+        try:
+            os.rename(entry, doomed)
+        except OSError:
+            continue
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(entry.name)
+    return removed
 
 
 def _collect(held: Held) -> dict[str, tuple[bytes, int, int]]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import time
 
+from .procs import parent_pid
+
 ATTEMPTS = 3
 CLOCK_MOVED = 0.05  # a relative change of the SM clock across one measurement
 THROTTLE_NAMES = {
@@ -95,10 +97,8 @@ def ours(pid: int, root: int | None = None) -> bool:
             return True
         if pid <= 1:
             return False
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+        pid = parent_pid(pid)
+        if pid is None:
             return False
     return False
 

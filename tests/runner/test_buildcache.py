@@ -207,3 +207,22 @@ class ModelNew''', 1).replace("LIB.silu(x.data_ptr(), y.data_ptr(), x.numel())",
 def test_builds_run_idle_and_cannot_leave_it_and_the_device_phases_run_normally(cpu_pool):
     result = cpu_pool.evaluate(sources.SILU_PROBLEM, PRIORITY_PROBE, seed=5, timeout=300)
     assert result["status"] == "correct", result["reason"] + result.get("log", "")
+
+
+def test_past_its_size_the_cache_drops_the_least_recently_used_entry(tmp_path, cache_dir, monkeypatch):
+    def publish(key: str) -> None:
+        fake_build(tmp_path / key)
+        (tmp_path / key / "ext" / "ext.so").write_bytes(b"\x7fELF" + b"0" * (800 * 1024))
+        assert buildcache.publish(held_folder(tmp_path / key), key)
+
+    publish("k1")
+    publish("k2")
+    for age, key in ((300, "k1"), (200, "k2")):
+        then = (cache_dir / key).stat().st_mtime - age
+        os.utime(cache_dir / key, (then, then))
+    assert buildcache.restore(held_folder(tmp_path / "again"), "k1")  # k1 used again: now the newest of the two
+    monkeypatch.setenv("KERNELLAB_BUILD_CACHE_MB", "2")
+    publish("k3")  # 2.4 MB in all: the least recently used entry goes
+    assert sorted(p.name for p in cache_dir.iterdir()) == ["k1", "k3"]
+    assert buildcache.evict() == []  # within the limit now
+    assert not buildcache.restore(held_folder(tmp_path / "late"), "k2")  # an evicted entry is simply a miss
