@@ -160,7 +160,7 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 def time_baselines(module, model, device: str, seed: int, channel, *, compile_baseline: bool = True) -> dict:
     """Eager and torch.compile timed like candidates, with PyTorch's default TF32 settings."""
-    sets = input_sets(module, device, seed)
+    sets, _ = input_sets(module, device, seed)
     with torch.no_grad():
         eager = timing.summarize(measure(channel, "eager", device, model, sets)["samples_ms"])["median_ms"]
         compiled_ms, mode = None, None
@@ -192,11 +192,15 @@ def measure(channel, what: str, device: str, fn, sets, **options) -> dict:
             return measured
 
 
-def input_sets(module, device: str, seed: int) -> list:
+def input_sets(module, device: str, seed: int, needed=None) -> tuple[list, int]:
+    """(sets, count): the timed input sets, `count` of them as fit INPUT_SETS_BYTES (2 to
+    INPUT_SETS_MAX); with `needed` (count -> how many are used) only those first ones are drawn."""
     first = problems.make_inputs(module, "get_inputs", seed + 500, device)
     size = max(1, problems.tensor_bytes(first))
     count = max(2, min(INPUT_SETS_MAX, INPUT_SETS_BYTES // size))
-    return [first] + [problems.make_inputs(module, "get_inputs", seed + 501 + i, device) for i in range(count - 1)]
+    drawn = count if needed is None else max(1, min(count, needed(count)))
+    return [first] + [problems.make_inputs(module, "get_inputs", seed + 501 + i, device)
+                      for i in range(drawn - 1)], count
 
 
 def _as64(value):
@@ -386,7 +390,7 @@ def truth(truth_model, reference, inputs) -> list:
 
 
 def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship, expected, shipped):
-    sets = input_sets(module, device, seed)
+    sets, _ = input_sets(module, device, seed)
     form = [{"shape": list(e["shape"]), "dtype": str(e["dtype"])} for e in expected]
     keep = replay_.kept_sets(len(sets), form)
 

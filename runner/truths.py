@@ -35,10 +35,11 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
         secret = bytes.fromhex(job["sample_secret"])
         distributions = [_distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol,
                                        expected, secret) for index, name in enumerate(problems.DISTRIBUTIONS)]
-        sets = judge.input_sets(module, device, seed)
-        keep = replay.kept_sets(len(sets), expected)
+        # only the sets whose truths are kept are drawn (device time and memory)
+        sets, set_count = judge.input_sets(module, device, seed,
+                                           needed=lambda count: replay.kept_sets(count, expected))
         timed = []
-        for index in range(keep):
+        for index in range(len(sets)):
             truths = judge.truth(truth_model, reference, sets[index])
             timed.append({"index": index, "ref_err": _finite(judge.reference_err(reference, sets[index], truths,
                                                                                   atol, rtol)),
@@ -49,7 +50,7 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
     except Exception as exc:
         return judge.failed_problem(exc, "the reference failed to run")
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
-            "distributions": distributions, "sets": timed, "set_count": len(sets)}
+            "distributions": distributions, "sets": timed, "set_count": set_count}
 
 
 def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected,
