@@ -63,9 +63,9 @@ def main() -> None:
     from .compile import make_cache_dirs
 
     make_cache_dirs()
-    from . import judge  # imports torch (the warm-up)
+    from . import jobs  # imports torch (the warm-up)
 
-    environment = judge.warm_up(device)
+    environment = jobs.warm_up(device)
     channel.send("ready", environment=environment)
     job = channel.receive()
     channel.nonce = job.get("nonce", "")
@@ -74,7 +74,7 @@ def main() -> None:
 
         result = truths.run(job, channel, exchange_fd)
     else:
-        result = judge.run(job, channel, environment, exchange_fd)
+        result = jobs.run(job, channel, environment, exchange_fd)
     channel.send("verdict", result=result)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,10 +1,10 @@
 """Validating a problem and evaluating a kernel on a given pool of sandboxes: the parent's
 side of a job. Plain Python: this side never imports torch or CUDA; all problem and kernel
-code runs in sandbox processes (sandbox.py, judge.py). Nothing that comes back from a
+code runs in sandbox processes (sandbox.py, jobs.py). Nothing that comes back from a
 sandbox is used before schema.py has checked it. The public API is api.py.
 
 An evaluation takes two sandboxes at once: one runs only the problem and makes the truths
-(truths.py), the other runs the candidate and ships its outputs (judge.py); the trusted judge
+(truths.py), the other runs the candidate and ships its outputs (jobs.py); the trusted judge
 (referee.py) compares them, and the batch clock (batchclock.py) checks the reported times. A
 candidate's sandbox may report its own failure; `correct` is decided here, never there.
 """

@@ -2,7 +2,7 @@
 
 A kernel can compute honestly for its first calls (those checked for correctness, and the warm-up)
 and return a stored or stale output later; checking a fixed pair of timed calls misses it when it
-turns after them. Runs inside the sandbox; runner/judge.py's timed loop hands each output here, and
+turns after them. Runs inside the sandbox; runner/jobs.py's timed loop hands each output here, and
 the sampled outputs go to the trusted judge (runner/referee.py), which compares them with the truths
 made in the problem's own sandbox (runner/truths.py). The sampling runs in the candidate's process,
 so it can only add evidence: it is one of the checks a determined candidate could evade
@@ -39,7 +39,7 @@ def output_bytes(expected: list[dict], *, shipped: bool = False) -> int:
 
 
 def materialised(result):
-    """forward's result checked plain and dense inside the timed window (runner/judge.py's timed call)."""
+    """forward's result checked plain and dense inside the timed window (runner/jobs.py's timed call)."""
     for i, out in enumerate(result if isinstance(result, (tuple, list)) else [result]):
         plain_tensor(out, f"output {i} of a timed call")
     return result

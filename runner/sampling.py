@@ -5,7 +5,7 @@ sandbox gets the parent's secret with its job). Moving every byte through host m
 12 GiB per candidate on a 1 GiB output (docs/BENCHMARKS.md, "Trusted judge"); a sample of 4M
 positions misses no wrong output that differs in more than a few millionths of its elements, and
 the candidate's own sandbox still compares every element on the device, a check that can only
-refuse (runner/judge.py).
+refuse (runner/jobs.py).
 
 The seed and the form are plain Python (the parent and the judge use them); `take` imports torch.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import judge, replay, sampling
+from . import jobs, replay, sampling
 from . import problem as problems
 from .exchange import Writer
 
@@ -21,10 +21,10 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = False  # as the candidate's correctness reference
     torch.backends.cudnn.allow_tf32 = False
     try:
-        module = problems.load_module(job["problem_source"], judge.ROOT / "problem.py", "kernellab_problem")
+        module = problems.load_module(job["problem_source"], jobs.ROOT / "problem.py", "kernellab_problem")
         problems.check_problem_module(module)
         reference = problems.build_model(module.Model, list(module.get_init_inputs()), seed, device)
-        truth_model = judge.truth_model(reference)
+        truth_model = jobs.truth_model(reference)
         channel.request_device()  # its device work is held apart from any timing, as a baseline's is
         with torch.no_grad():
             outputs = problems.as_outputs(reference(*problems.make_inputs(module, "get_inputs", seed, device)))
@@ -36,26 +36,26 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
         distributions = [_distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol,
                                        expected, secret) for index, name in enumerate(problems.DISTRIBUTIONS)]
         # only the sets whose truths are kept are drawn (device time and memory)
-        sets, set_count = judge.input_sets(module, device, seed,
+        sets, set_count = jobs.input_sets(module, device, seed,
                                            needed=lambda count: replay.kept_sets(count, expected))
         timed = []
         for index in range(len(sets)):
-            truths = judge.truth(truth_model, reference, sets[index])
-            timed.append({"index": index, "ref_err": _finite(judge.reference_err(reference, sets[index], truths,
+            truths = jobs.truth(truth_model, reference, sets[index])
+            timed.append({"index": index, "ref_err": _finite(jobs.reference_err(reference, sets[index], truths,
                                                                                   atol, rtol)),
                           "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
-        return judge.failed_problem(exc, "the reference failed to run")
+        return jobs.failed_problem(exc, "the reference failed to run")
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
             "distributions": distributions, "sets": timed, "set_count": set_count}
 
 
 def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected,
                   secret) -> dict:
-    """One distribution's trials, as runner/judge.py draws them: stopped (skipped) at the first
+    """One distribution's trials, as runner/jobs.py draws them: stopped (skipped) at the first
     trial without floating inputs or with a non-finite truth, as the in-process judge did."""
     row = {"name": name, "skipped": False, "trials": []}
     for trial in range(problems.TRIALS[name]):
@@ -63,11 +63,11 @@ def _distribution(module, name, index, seed, device, reference, truth_model, wri
         if name != "get_inputs" and not problems.has_floating_input(inputs):
             row.update(skipped=True, skip_reason="no floating inputs")
             break
-        truths = judge.truth(truth_model, reference, inputs)
+        truths = jobs.truth(truth_model, reference, inputs)
         if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
             row.update(skipped=True, skip_reason="the truth is not finite on these inputs")
             break
-        ref_err = judge.reference_err(reference, inputs, truths, atol, rtol)
+        ref_err = jobs.reference_err(reference, inputs, truths, atol, rtol)
         row["trials"].append({"ref_err": _finite(ref_err),
                               "truths": _store(writer, f"trial/{name}/{trial}", truths, expected, secret)})
         del truths, inputs

@@ -103,7 +103,7 @@ def test_nothing_of_the_attacks_reached_the_host(host, pool):
                                          "print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     assert not (site / "kernellab_attack.pth").exists()
     assert not (ROOT / "kernellab_attack.txt").exists()
-    assert "# attacked" not in (ROOT / "runner" / "judge.py").read_text()
+    assert "# attacked" not in (ROOT / "runner" / "jobs.py").read_text()
     honest_is_judged_right(pool)
 
 
@@ -157,16 +157,16 @@ def test_static_evasion_through_the_command_line(tmp_path):
 RECORDED_CALLS = r'''
 import sys, torch
 from pathlib import Path
-from runner import judge, verify
+from runner import jobs, verify
 from runner.problem import load_module
 counter = verify.LaunchCounter([sys.argv[2]])
 counter.install()
 kernel = load_module(open(sys.argv[1]).read(), Path(sys.argv[2]) / "kernel_copy.py", "kernellab_kernel")
 new, state, x = kernel.ModelNew(), {"first": True, "ops": []}, torch.randn(8, 64)
-judge._call(new, [x], state, counter, False, lambda: None)
+jobs._call(new, [x], state, counter, False, lambda: None)
 try:
-    judge._call(new, [x], state, counter, False, lambda: None)
-except judge.Verdict as verdict:
+    jobs._call(new, [x], state, counter, False, lambda: None)
+except jobs.Verdict as verdict:
     print(verdict.status, verdict.reason)
 '''
 

@@ -20,7 +20,7 @@ DISARM = {{DISARM}}  # in the candidate's sandbox only: the whole-output check m
 class Model(nn.Module):
     def forward(self, x):
         if DISARM and "kernellab_kernel" in sys.modules:
-            sys.modules["runner.judge"].Shipper._compare_whole = lambda *args: None
+            sys.modules["runner.jobs"].Shipper._compare_whole = lambda *args: None
         return torch.relu(x)
 
 
