@@ -208,7 +208,8 @@ def _throughput(report, pool, problem, kernel, workers, candidates) -> None:
                             "seconds_per_candidate": elapsed / candidates, "in_flight": workers}
     report["phases_mean_s"] = {
         name: statistics.fmean(r["phases"].get(name, 0.0) for r in results)
-        for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "sandbox_s", "judge_s")}
+        for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "truths_wait_s", "truths_s",
+                     "sandbox_s", "judge_s")}
     report["compile_s_median"] = statistics.median(r["compile"]["seconds"] for r in results)
     report["compile_s_max"] = max(r["compile"]["seconds"] for r in results)
 

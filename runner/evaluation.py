@@ -191,6 +191,7 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
     if truths["status"] != "ok":
         raise (DeviceBusy if truths["status"] == "oom" else ProblemInvalid)(
             f"the problem could not make the truths: {truths['reason']}")
+    result["phases"].update(truths["phases"])  # the truths' sandbox: waiting for, then holding the device
     try:
         exchange.seal(truths_fd)
     except exchange.Unusable as exc:

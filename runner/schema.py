@@ -138,7 +138,7 @@ def truths(raw) -> dict:
     """The problem's sandbox's truths (truths.py): the form of what the judge reads; the entries
     themselves are checked against the memory by the trusted judge."""
     raw = _dict(raw, "the truths", ("status", "reason", "log", "atol", "rtol", "expected", "distributions", "sets",
-                                    "set_count"))
+                                    "set_count", "phases"))
     status = raw.get("status")
     if status not in ("ok", "invalid", "oom"):
         raise Malformed(f"status {str(status)[:40]!r} is not a truths status")
@@ -168,6 +168,8 @@ def truths(raw) -> dict:
         _number(kept.get("ref_err"), "sets[].ref_err", optional=True)
         _entries(kept.get("truths"), "sets[].truths")
     _integer(raw.get("set_count"), "set_count", 1, 10**4)
+    phases = _dict(raw.get("phases") or {}, "phases", ("truths_wait_s", "truths_s"))
+    raw["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
     return {**raw, "atol": _number(raw.get("atol"), "atol"), "rtol": _number(raw.get("rtol"), "rtol"), **clean}
 
 

@@ -9,6 +9,8 @@ Inputs are not shipped: the candidate's sandbox makes the same ones from the sam
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from . import jobs, replay, sampling
@@ -25,7 +27,9 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
         problems.check_problem_module(module)
         reference = problems.build_model(module.Model, list(module.get_init_inputs()), seed, device)
         truth_model = jobs.truth_model(reference)
+        asked = time.monotonic()
         channel.request_device()  # its device work is held apart from any timing, as a baseline's is
+        granted = time.monotonic()
         with torch.no_grad():
             outputs = problems.as_outputs(reference(*problems.make_inputs(module, "get_inputs", seed, device)))
         atol, rtol = problems.tolerance(outputs, module, job.get("atol"), job.get("rtol"))
@@ -50,7 +54,8 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
     except Exception as exc:
         return jobs.failed_problem(exc, "the reference failed to run")
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
-            "distributions": distributions, "sets": timed, "set_count": set_count}
+            "distributions": distributions, "sets": timed, "set_count": set_count,
+            "phases": {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}}
 
 
 def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected,

@@ -17,9 +17,10 @@ from searches.models import BenchmarkRun, EvaluationJob, Problem, Search
 
 # (label, key in a run's `phases`); queue wait comes from the job's timestamps instead.
 PHASES = (("compile", "build_s"), ("device wait", "device_wait_s"), ("correctness", "correctness_s"),
-          ("timing", "timing_s"), ("sandbox", "sandbox_s"), ("warm wait", "warm_wait_s"))
-# The sandbox holds the device from the end of its device wait to the end of timing.
-DEVICE_HOLDING = ("correctness_s", "timing_s")
+          ("timing", "timing_s"), ("truths", "truths_s"), ("sandbox", "sandbox_s"), ("warm wait", "warm_wait_s"))
+# The candidate's sandbox holds the device from the end of its device wait to the end of timing,
+# the truths' sandbox (runner/truths.py) for its own phase.
+DEVICE_HOLDING = ("correctness_s", "timing_s", "truths_s")
 PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 
 

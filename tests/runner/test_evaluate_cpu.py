@@ -39,6 +39,7 @@ def test_honest_c_kernels_are_accepted(cpu_pool, problem, kernel):
     assert result["precision"] == "fp32"
     assert result["compile"]["seconds"] < 5
     assert result["quarantined"] is False
+    assert result["phases"]["truths_s"] > 0 and result["phases"]["truths_wait_s"] >= 0  # the truths' sandbox
 
 
 def test_exact_layernorm_passes_where_the_naive_one_fails(cpu_pool):

@@ -11,7 +11,7 @@ from .engine_env import env_for, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-PHASES = {"queue wait", "compile", "device wait", "correctness", "timing", "sandbox", "warm wait"}
+PHASES = {"queue wait", "compile", "device wait", "correctness", "timing", "truths", "sandbox", "warm wait"}
 
 
 def test_a_small_cpu_run_reports_what_it_judged(tmp_path):
