@@ -439,7 +439,7 @@ class Shipper:
 
     def __init__(self, writer: Writer, channel, reference, tolerance):
         self.writer, self.channel, self.reference, self.tolerance = writer, channel, reference, tolerance
-        self.truth_model = None
+        self.truth_model, self.made = None, False  # the float64 copy of the reference, made at first need
 
     def __call__(self, key: str, seed_key: str, outs: list, whole=None) -> list[dict]:
         if whole is not None and any(sampling.sampled(o.shape) for o in outs):
@@ -456,10 +456,10 @@ class Shipper:
         return entries
 
     def _compare_whole(self, outs: list, name: str, inputs) -> None:
-        if self.truth_model is None:
-            self.truth_model = truth_model(self.reference) or False
+        if not self.made:
+            self.truth_model, self.made = truth_model(self.reference), True
         atol, rtol = self.tolerance
-        truths = truth(self.truth_model or None, self.reference, inputs)
+        truths = truth(self.truth_model, self.reference, inputs)
         ref_err = reference_err(self.reference, inputs, truths, atol, rtol)
         err, abs_err = verify.compare(outs, truths, atol, rtol)
         del truths

@@ -79,13 +79,12 @@ class LateReplay:
             eligible = [j for j in range(i, i + self.block) if self.eligible(j)]
             self.check_pick = self.random.choice(eligible) if eligible else -1
         room = self.limit is None or len(self.checked) < self.limit - 1  # one kept for the last call
-        if self.eligible(i):  # only a call that may be checked is copied (a full output's copy costs device time)
-            outs = [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
+        # only a call that may be checked is copied: a large output's copy costs device time
         if i == self.check_pick and room:
-            self._check(i, inputs, outs)
+            self._check(i, inputs, _copies(out))
             self.last = None
         elif self.eligible(i):
-            self.last = (i, inputs, outs)
+            self.last = (i, inputs, _copies(out))
         if i == self.pick and self.untimed is not None and i // UNTIMED_BLOCK in self.UNTIMED_BLOCKS:
             self.untimed_calls += 1
             self.untimed(inputs)
@@ -104,6 +103,10 @@ class LateReplay:
             self._check(*self.last)
             self.last = None
         return self.failure
+
+
+def _copies(out) -> list:
+    return [o.detach().clone() for o in (out if isinstance(out, (tuple, list)) else [out])]
 
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
