@@ -212,14 +212,13 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
     rows = result["correctness"]["per_distribution"]
     if not result["correctness"]["passed"]:
         worst = next(r for r in rows if r["passed"] is False)
-        result.update(status="incorrect", reason=f"wrong on the {worst['name']} inputs: err {_fmt(worst['err'])} "
-                      f"(1 allowed; PyTorch's fp32 gets {_fmt(worst['ref_fp32_err'])}), "
-                      f"max abs error {_fmt(worst['max_abs_err'])}")
+        result.update(status="incorrect", reason=findings.wrong_outputs(worst["name"], worst["err"],
+                                                                      worst["ref_fp32_err"], worst["max_abs_err"]))
         return
     if failure:
         result.update(status="incorrect", reason=f"timed call {failure[0]} of {shipped['timed_calls']} returned a "
-                      f"wrong result (err {_fmt(failure[1])}) on its inputs; results must be computed on every call, "
-                      f"not cached or replayed ({reply['replay']['checked']} timed calls checked)")
+                      f"wrong result (err {findings.figure(failure[1])}) on its inputs; results must be computed on "
+                      f"every call, not cached or replayed ({reply['replay']['checked']} timed calls checked)")
         return
     batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
     found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)
@@ -231,10 +230,6 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
         result.update(status="rejected", reason_code=findings.RULE, reason=found[1])
     elif found:
         result["batch_noisy"] = found[1]
-
-
-def _fmt(value) -> str:
-    return "inf" if value is None else f"{value:.3g}"
 
 
 def empty_verdict(seed: int | None) -> dict:

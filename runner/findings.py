@@ -43,3 +43,14 @@ def aten_name(op: str) -> str:
     if len(parts) >= 2 and parts[0] == "aten":
         return parts[1]
     return ".".join(parts[:2]) if len(parts) > 2 else op
+
+
+def figure(value) -> str:
+    """An error figure in a reason: None (JSON's stand-in for infinity) or infinity reads inf."""
+    return "inf" if value is None or value == float("inf") else f"{value:.3g}"
+
+
+def wrong_outputs(name: str, err, ref_fp32_err, max_abs_err) -> str:
+    """Why a kernel is `incorrect` on one input distribution, in the parent's and the sandbox's words alike."""
+    return (f"wrong on the {name} inputs: err {figure(err)} (1 allowed; PyTorch's fp32 gets {figure(ref_fp32_err)}), "
+            f"max abs error {figure(max_abs_err)}")

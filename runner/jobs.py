@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import compile as compiling
-from . import facts, machine, sampling, watchdog
+from . import facts, findings, machine, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
 from . import timing, verify
@@ -354,7 +354,7 @@ def _run_distribution(module, name, index, seed, device, run_candidate, ship) ->
         except verify.Rejected as exc:
             raise Verdict("rejected", str(exc)) from None
         try:
-            row["trials"].append(ship(f"trial/{name}/{trial}", f"trial/{name}/{trial}", outs, whole=(name, inputs)))
+            row["trials"].append(ship(f"trial/{name}/{trial}", outs, whole=(name, inputs)))
         except BaseException as exc:
             raise _classify(exc, during="comparing the outputs") from None
         del outs, inputs
@@ -396,14 +396,15 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
 
     def ship_call(i, inputs, outs):
         shipped["calls"].append({"call": i, "set": i % len(sets),
-                                 "outputs": ship(f"call/{i}", f"set/{i % len(sets)}", outs)})
+                                 "outputs": ship(f"call/{i}", outs, seed_key=f"set/{i % len(sets)}")})
 
     # judging: timed calls' outputs sampled over the whole loop (runner/replay.py), plain and dense;
     # the judge's request stays one socket message, and the checks spread over the longest loop
     limit = max(1, min(64, 512 // len(form),
                        replay_.SHIPPED_BYTES // max(1, replay_.output_bytes(form, shipped=True))))
-    replay = replay_.LateReplay(ship_call, device=device, untimed=run_candidate, eligible=lambda i: i % len(sets) < keep,
-                                limit=limit, block=max(8, -(-timing.MAX_REPS // limit)))
+    replay = replay_.LateReplay(ship_call, device=device, untimed=run_candidate,
+                                eligible=lambda i: i % len(sets) < keep, limit=limit,
+                                block=max(8, -(-timing.MAX_REPS // limit)))
 
     def call(*inputs):
         return replay_.materialised(new(*inputs))
@@ -441,13 +442,15 @@ class Shipper:
         self.writer, self.channel, self.reference, self.tolerance = writer, channel, reference, tolerance
         self.truth_model, self.made = None, False  # the float64 copy of the reference, made at first need
 
-    def __call__(self, key: str, seed_key: str, outs: list, whole=None) -> list[dict]:
+    def __call__(self, key: str, outs: list, seed_key: str | None = None, whole=None) -> list[dict]:
+        """`seed_key` names the outputs' sample seeds (a timed call's are its input set's); `whole`
+        (distribution name, inputs) asks for the full comparison first."""
         if whole is not None and any(sampling.sampled(o.shape) for o in outs):
             self._compare_whole(outs, *whole)
         entries = []
         for k, out in enumerate(outs):
             if sampling.sampled(out.shape):
-                self.channel.send("sample", key=f"{seed_key}/{k}")
+                self.channel.send("sample", key=f"{seed_key or key}/{k}")
                 seed = self.channel.receive().get("seed")
                 if not isinstance(seed, int):
                     raise RuntimeError("the parent gave no sample seed")
@@ -464,9 +467,7 @@ class Shipper:
         err, abs_err = verify.compare(outs, truths, atol, rtol)
         del truths
         if not verify.passes(err, ref_err):
-            shown = (lambda v: "inf" if v == float("inf") else f"{v:.3g}")
-            raise Verdict("incorrect", f"wrong on the {name} inputs: err {shown(err)} (1 allowed; PyTorch's fp32 "
-                                       f"gets {shown(ref_err)}), max abs error {shown(abs_err)}")
+            raise Verdict("incorrect", findings.wrong_outputs(name, err, ref_err, abs_err))
 
 
 def _guard(guarded) -> None:
