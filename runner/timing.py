@@ -10,6 +10,11 @@ CPU: the monotonic clock around each call, with the thread count fixed by the sa
 
 Each timed call gets the next of several distinct input sets, so a kernel that caches its
 result between calls is timed (and re-checked) on inputs it has not seen.
+
+A measurement ends at its time budget, or earlier once it has settled: at least SETTLE_REPS
+calls over SETTLE_S (do_bench's default measuring time) and a median whose 95% CI is within
+SETTLE_CI of it. A steady kernel then gives back most of the budget, and the device with it;
+a noisy one keeps measuring to the budget.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import time
 MIN_REPS = 10
 MAX_REPS = 500
 WARMUP_S = 0.05
+SETTLE_REPS, SETTLE_S, SETTLE_CI, SETTLE_EVERY = 100, 0.1, 0.005, 25
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 60 MB of L2; do_bench uses the same
 LAUNCH_COVER_CYCLES = 400_000  # ~0.2 ms at 2 GHz: longer than a forward's host-side launch
 
@@ -77,6 +83,17 @@ def repetitions(estimate_ms: float, budget_s: float) -> int:
     return max(MIN_REPS, min(MAX_REPS, int(budget_s * 1000 / estimate_ms)))
 
 
+def settled(samples_ms: list[float], elapsed_s: float) -> bool:
+    """Whether a measurement may stop before its budget (the module's docstring)."""
+    n = len(samples_ms)
+    if n < SETTLE_REPS or elapsed_s < SETTLE_S or n % SETTLE_EVERY:
+        return False
+    ordered = sorted(samples_ms)
+    lo, hi = median_ci95(ordered)
+    median = statistics.median(ordered)
+    return median > 0 and (hi - lo) / 2 <= SETTLE_CI * median
+
+
 def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> dict:
     """Wall-clock samples of fn(*inputs) on the CPU. `on_output(i, inputs, output)` sees
     every timed call's output (for sampled re-checks); it runs outside the clock."""
@@ -84,7 +101,7 @@ def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> 
     start = _perf_counter()
     fn(*input_sets[0])
     estimate = (_perf_counter() - start) * 1000
-    samples = []
+    samples, began = [], _perf_counter()
     for i in range(repetitions(estimate, budget_s)):
         inputs = input_sets[i % len(input_sets)]
         t0 = _perf_counter()
@@ -93,6 +110,8 @@ def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> 
         if on_output is not None:
             on_output(i, inputs, out)
         del out
+        if settled(samples, _perf_counter() - began):
+            break
     return {"samples_ms": samples, "wall_ms": samples}
 
 
@@ -112,7 +131,7 @@ def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) ->
     ev[2].record(stream)
     sync()
     estimate = ev[1].elapsed_time(ev[2])
-    samples, spans, walls = [], [], []
+    samples, spans, walls, began = [], [], [], _perf_counter()
     for i in range(repetitions(estimate, budget_s)):
         inputs = input_sets[i % len(input_sets)]
         sync()
@@ -130,6 +149,8 @@ def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) ->
         if on_output is not None:
             on_output(i, inputs, out)
         del out
+        if settled(samples, _perf_counter() - began):
+            break
     del flush
     return {"samples_ms": samples, "span_ms": spans, "wall_ms": walls}
 

@@ -5,7 +5,7 @@ calls and stale later is `incorrect`; one that writes the same static buffer eve
 import pytest
 import torch
 
-from runner import replay, verify
+from runner import replay, timing, verify
 
 from . import sources
 
@@ -146,7 +146,7 @@ def test_static_output_buffer_is_correct(cpu_pool):
         "OUTPUT", "if self.out is None:\n            self.out = torch.empty_like(x)\n        out = self.out")
     result = cpu_pool.evaluate(SMALL_SILU, source, seed=5)
     assert result["status"] == "correct", result["reason"]
-    assert result["timing"]["n"] > 100
+    assert result["timing"]["n"] >= timing.SETTLE_REPS
 
 
 def test_untimed_recorded_calls_are_spread_through_the_loop():

@@ -59,3 +59,41 @@ def test_unseen_work_flags_wall_time_the_device_did_not_see():
     assert timing.unseen_work(honest) == ""
     assert "outside the timed stream" in timing.unseen_work(hidden)
     assert timing.unseen_work({"samples_ms": [1.0], "wall_ms": [1.0]}) == ""
+
+
+def test_a_steady_measurement_settles_once_it_has_enough_calls_and_time():
+    steady = [1.0 + 0.001 * (i % 5) for i in range(timing.SETTLE_REPS)]
+    assert timing.settled(steady, elapsed_s=timing.SETTLE_S)
+    assert not timing.settled(steady[:-1], elapsed_s=1.0)  # too few calls
+    assert not timing.settled(steady, elapsed_s=timing.SETTLE_S / 2)  # too short a time
+    noisy = [1.0 if i % 2 else 1.5 for i in range(400)]
+    assert not timing.settled(noisy, elapsed_s=1.0)  # its median's CI spans the two values
+
+
+class FakeClock:
+    """perf_counter advancing by the time each call of `work` says it took."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def work(self, durations_ms):
+        calls = [0]
+
+        def fn(x):
+            self.now += durations_ms[calls[0] % len(durations_ms)] / 1000
+            calls[0] += 1
+            return x
+
+        return fn
+
+
+@pytest.mark.parametrize("durations, settles", [([2.0], True), ([2.0, 3.0], False)])
+def test_cpu_timer_gives_back_its_budget_only_when_settled(monkeypatch, durations, settles):
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "_perf_counter", clock)
+    measured = timing.time_cpu(clock.work(durations), [[1], [2]], budget_s=5.0)
+    n = len(measured["samples_ms"])
+    assert n == (timing.SETTLE_REPS if settles else timing.MAX_REPS)
