@@ -21,17 +21,28 @@ is not in it), and the slope of that per thread the sandbox may use is the per-c
 honest median is not below; a median under half of it, after five rounds, is `rejected`.
 Without those readings the wall-clock slope serves, rejecting only past three times it.
 
+A batch's wall clock also takes in the time the sandbox's threads waited for a CPU on a busy
+host (`schedstat`'s run-queue time, read the same way): a batch that waited more than
+HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batches where each
+size has one. Rounds after a suspicious one wait ROUND_PAUSE_S first, so that a passing disturbance
+(another process starting on the GPU) can end; a suspicious slope that rests on disturbed batches
+gets more rounds (up to DISTURBED_ROUNDS), and one that still does is noisy, never rejected: a
+busy host says nothing about the kernel. A candidate that makes its own threads wait only makes itself noisy, which
+keeps it off every ranking.
+
 Plain Python: the parent never imports torch.
 """
 
 from __future__ import annotations
 
 import math
-import os
 
-from .procs import parent_pid
+from .procs import descendants, sched_seconds
 
 ROUNDS = {"cuda": 3, "cpu": 5}  # shared cores spike: the fastest of more rounds
+DISTURBED_ROUNDS = 8
+ROUND_PAUSE_S = 0.2  # between rounds after a suspicious one
+HOST_WAIT, HOST_WAIT_MIN_MS = 0.05, 0.2  # of a batch's wall: what a quiet host never makes it wait
 TARGET_MS = 20.0  # work in the large batch
 SMALL, LARGE_MIN, LARGE_MAX = 4, 8, 64  # LARGE_MAX bounds the launches queued behind one wait
 COVER_MAX_MS = 500.0
@@ -54,15 +65,21 @@ class BatchClock:
         self.cover_ms = 0.0
         self.walls: dict[int, list[float]] = {}
         self.cpus: dict[int, list[float]] = {}  # CPU milliseconds the sandbox ran per batch (CPU device)
+        self.waits: dict[int, list[float | None]] = {}  # milliseconds it waited for a CPU per batch
         self._plan: list[int] = []
         self._sent_at: float | None = None
         self._sent_cpu: float | None = None
+        self._sent_wait: float | None = None
+        self.pause_s = 0.0
         self._sent_n = 0
         self.done = False
 
-    def on_message(self, message: dict, now: float, cpu_s: float | None = None) -> dict | None:
-        """The command to send back (a batch size, 0 to end), or None for nothing. `cpu_s`: the
-        sandbox's CPU seconds so far (`cpu_seconds`), read when the message arrived."""
+    def on_message(self, message: dict, now: float, cpu_s: float | None = None,
+                   wait_s: float | None = None) -> dict | None:
+        """The command to send back (a batch size, 0 to end), or None for nothing. `cpu_s`, `wait_s`:
+        the sandbox's seconds so far on a CPU and waiting for one (`readings`), read when the
+        message arrived. Before a batch command goes out the caller waits `pause_s` and may say
+        when it sent it (`sending`)."""
         at = message.get("at")
         if at == "ready" and self.claimed is None:
             median, launch = message.get("median_ms"), message.get("launch_ms")
@@ -75,25 +92,54 @@ class BatchClock:
             # every launch of the large batch queued before the GPU gets to it, with room to spare
             self.cover_ms = min(COVER_MAX_MS, 2.0 * float(launch) * large + 0.2) if self.device == "cuda" else 0.0
             self._plan = [SMALL, large]
-            return self._next(now, cpu_s)
+            return self._next(now, cpu_s, wait_s)
         if at == "done" and self._sent_at is not None and message.get("n") == self._sent_n:
             self.walls.setdefault(self._sent_n, []).append((now - self._sent_at) * 1000)
             if cpu_s is not None and self._sent_cpu is not None:
                 self.cpus.setdefault(self._sent_n, []).append((cpu_s - self._sent_cpu) * 1000)
+            waited = None if wait_s is None or self._sent_wait is None else (wait_s - self._sent_wait) * 1000
+            self.waits.setdefault(self._sent_n, []).append(waited)
             self._sent_at = None
+            self.pause_s = 0.0
             if not self._plan:
+                rounds = len(self.walls.get(SMALL, []))
                 if self.slope_ms() is None or not self._suspicious(self.claimed) \
-                        or len(self.walls.get(SMALL, [])) >= self.rounds:
+                        or rounds >= (DISTURBED_ROUNDS if self._host_decides() else self.rounds):
                     self.done = True
                     return {"batch": 0}
                 self._plan = [SMALL, self.sizes[1]]
-            return self._next(now, cpu_s)
+                self.pause_s = ROUND_PAUSE_S  # a passing disturbance (a process starting on the GPU) ends
+            return self._next(now, cpu_s, wait_s)
         return None
 
-    def _next(self, now: float, cpu_s: float | None) -> dict:
+    def _next(self, now: float, cpu_s: float | None, wait_s: float | None) -> dict:
         self._sent_n = self._plan.pop(0)
-        self._sent_at, self._sent_cpu = now, cpu_s
+        self._sent_at, self._sent_cpu, self._sent_wait = now, cpu_s, wait_s
         return {"batch": self._sent_n, "cover_ms": self.cover_ms}
+
+    def sending(self, at: float, cpu_s: float | None = None, wait_s: float | None = None) -> None:
+        """The batch command just answered goes out now (after the caller's readings and pause)."""
+        if self._sent_at is not None:
+            self._sent_at, self._sent_cpu, self._sent_wait = at, cpu_s, wait_s
+
+    def _disturbed(self, n: int, k: int) -> bool:
+        waits = self.waits.get(n, [])
+        waited = waits[k] if k < len(waits) else None
+        return waited is not None and waited > max(HOST_WAIT_MIN_MS, HOST_WAIT * self.walls[n][k])
+
+    def host_waits_ms(self) -> list[float]:
+        """The CPU waits of the batches a busy host disturbed, in milliseconds."""
+        return [self.waits[n][k] for n in self.walls for k in range(len(self.walls[n])) if self._disturbed(n, k)]
+
+    def _clean(self, n: int) -> list[float]:
+        return [w for k, w in enumerate(self.walls.get(n, [])) if not self._disturbed(n, k)]
+
+    def _rests_on_disturbed(self) -> bool:
+        return self.sizes is not None and not all(self._clean(n) for n in self.sizes)
+
+    def _host_decides(self) -> bool:
+        """Whether the wall-clock slope still rests on batches a busy host disturbed."""
+        return self._rests_on_disturbed() and not self._by_cpu_time()
 
     def _by_cpu_time(self) -> bool:
         return self.device == "cpu" and self.sizes is not None and all(self.cpus.get(n) for n in self.sizes)
@@ -108,7 +154,8 @@ class BatchClock:
             return max(0.0, (min(self.cpus[large]) - min(self.cpus[small])) / (large - small) / self.threads)
         if not self.walls.get(small) or not self.walls.get(large):
             return None
-        return max(0.0, (min(self.walls[large]) - min(self.walls[small])) / (large - small))
+        walls = self.walls if self._rests_on_disturbed() else {n: self._clean(n) for n in self.sizes}
+        return max(0.0, (min(walls[large]) - min(walls[small])) / (large - small))
 
     def _suspicious(self, median_ms: float | None) -> bool:
         slope = self.slope_ms()
@@ -133,6 +180,10 @@ class BatchClock:
         why = (f"the reported per-call time {median_ms:.4f} ms is below what the parent's clock allows: "
                f"{slope:.4f} ms {clock} over batches of {self.sizes[0]} and {self.sizes[1]} calls "
                f"({rounds} rounds)")
+        if self._host_decides():
+            waits = self.host_waits_ms()
+            return "noisy", (f"{why}, on a busy host (the sandbox waited up to {max(waits):.1f} ms for a CPU "
+                             f"in {len(waits)} of its batches)")
         if self.device == "cuda":
             if disturbance:
                 return "noisy", f"{why}, on a disturbed device ({disturbance})"
@@ -140,34 +191,10 @@ class BatchClock:
         return "rejected", why
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU seconds run so far by `pid` and every process below it, from the kernel's per-thread
-    accounting (`schedstat`: time on a CPU, in ns); None where /proc cannot tell."""
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    for name in names:
-        parent = parent_pid(name) if name.isdigit() else None
-        if parent is not None:
-            children.setdefault(parent, []).append(int(name))
-    total, found, todo = 0, False, [pid]
-    while todo:
-        current = todo.pop()
-        todo.extend(children.get(current, []))
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/schedstat") as handle:
-                    total += int(handle.read().split()[0])
-                found = True
-            except (OSError, IndexError, ValueError):
-                continue
-    return total / 1e9 if found else None
+def readings(pid: int, pids: list[int] | None = None) -> tuple[float, float] | None:
+    """(running, waiting) seconds so far of the sandbox's processes: `pids` where its cgroup
+    lists them, else `pid` and every process below it."""
+    return sched_seconds(pids if pids else descendants(pid))
 
 
 def _positive(value, zero: bool = False) -> bool:

@@ -205,7 +205,8 @@ def _throughput(report, pool, problem, kernel, workers, candidates) -> None:
     _all_correct(results)
     report["throughput"] = {"candidates": candidates, "seconds": elapsed,
                             "per_minute": candidates * 60.0 / elapsed,
-                            "seconds_per_candidate": elapsed / candidates, "in_flight": workers}
+                            "seconds_per_candidate": elapsed / candidates, "in_flight": workers,
+                            "noisy": sum(1 for r in results if r["noisy"])}  # correct, but quarantined
     report["phases_mean_s"] = {
         name: statistics.fmean(r["phases"].get(name, 0.0) for r in results)
         for name in ("warm_wait_s", "build_s", "device_wait_s", "correctness_s", "timing_s", "truths_wait_s", "truths_s",
@@ -251,7 +252,8 @@ def table(report: dict) -> str:
              f"{report['compile_s_median']:.3f} s / {report['compile_s_max']:.3f} s"),
             ("throughput", f"{report['throughput']['per_minute']:.1f} candidates/min "
                            f"({report['throughput']['candidates']} in {report['throughput']['seconds']:.1f} s, "
-                           f"pool {report['pool']}, {report['throughput']['in_flight']} in flight)"),
+                           f"pool {report['pool']}, {report['throughput']['in_flight']} in flight; "
+                           f"noisy {report['throughput'].get('noisy', 0)})"),
             ("phases per candidate (mean)",
              ", ".join(f"{k[:-2]} {v:.2f}s" for k, v in report["phases_mean_s"].items()))]
     rows.append(("validate (first, with baselines)", f"{report['validate_s']:.1f} s"))

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import traceback
 
+from .procs import threads
+
 MAX_LOG_CHARS = 4000
 MAX_LOG_LINES = 60
 
@@ -103,23 +105,13 @@ def promote(cgroups) -> int:
     if cgroups is None or not idle_builds():
         return 0
     done = 0
-    for folder in cgroups.folders()[:1]:
+    for _, tid in threads(cgroups.processes() or []):
         try:
-            pids = (folder / "cgroup.procs").read_text().split()
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            os.setpriority(os.PRIO_PROCESS, tid, 0)
+            done += 1
         except OSError:
-            return 0
-        for pid in pids:
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                try:
-                    os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
-                    os.setpriority(os.PRIO_PROCESS, int(tid), 0)
-                    done += 1
-                except OSError:
-                    pass  # gone meanwhile
+            pass  # gone meanwhile
     return done
 
 

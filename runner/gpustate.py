@@ -3,7 +3,8 @@
 The sandbox cannot see this (its PID namespace hides the host's processes), so the parent
 reads the device's clocks, throttle reasons and the processes that used its SMs, before and
 after each timed measurement the judge announces, and answers whether to measure again. A
-measurement is disturbed when a process outside this evaluator used the SMs in its window,
+measurement is disturbed when a process other than the measured sandbox used the SMs in its
+window (the pool's other sandboxes too: outside the device lock they should not),
 when a throttle reason other than idle was set, when the SM clock moved (still ramping up:
 the measurement then served as warm-up), or when the judge saw wall-clock time its events
 did not (timing.unseen_work). A disturbed measurement is taken again, up to ATTEMPTS in all;
@@ -89,8 +90,8 @@ def source_for(device: str, environment: dict) -> Source | None:
 
 
 def ours(pid: int, root: int | None = None) -> bool:
-    """Whether `pid` is this evaluator or one of its descendants (its sandboxes and whatever
-    they started): their CUDA contexts and work are not a disturbance."""
+    """Whether `pid` is `root` (this process by default) or one of its descendants: for a
+    measurement, the measured sandbox and whatever it started, whose work is not a disturbance."""
     root = os.getpid() if root is None else root
     for _ in range(64):
         if pid == root:

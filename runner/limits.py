@@ -119,6 +119,15 @@ class Cgroups:
     def folders(self) -> list[Path]:
         return list(dict.fromkeys(p for p in (self.memory, self.pids) if p is not None))
 
+    def processes(self) -> list[int] | None:
+        """The sandbox's processes, as its cgroup lists them; None where it cannot be read."""
+        for folder in self.folders()[:1]:
+            try:
+                return [int(pid) for pid in (folder / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                return None
+        return None
+
     def join(self) -> None:
         """In the forked child, before exec: move this process into the cgroups."""
         for folder in self.folders():

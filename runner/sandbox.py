@@ -286,7 +286,9 @@ class Sandbox:
             self._send({**job, "nonce": nonce})
             calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
             # what the GPU did while each measurement was timed
-            self.measurements = gpustate.Measurements(gpustate.source_for(self.device, ready))
+            # the pool's other sandboxes are not this one: their work on the GPU is a disturbance
+            self.measurements = gpustate.Measurements(gpustate.source_for(self.device, ready),
+                                                      is_ours=lambda pid: gpustate.ours(pid, self.process.pid))
             while True:
                 try:
                     wake = min(deadline, calls.check_at())
@@ -343,12 +345,21 @@ class Sandbox:
         if first:
             self.measurements.on_timing({"what": "batch", "at": "begin"})
         now = time.monotonic()
-        cpu = batchclock.cpu_seconds(self.process.pid) if self.device == "cpu" else None
-        reply = self.batches.on_message(message, now, cpu)
+        read = self._sched()
+        reply = self.batches.on_message(message, now, *(read or (None, None)))
+        if reply is not None and reply.get("batch"):
+            if self.batches.pause_s:
+                time.sleep(self.batches.pause_s)
+                read = self._sched()
+            self.batches.sending(time.monotonic(), *(read or (None, None)))
         if reply is not None:
             if self.batches.done and not first:
                 self.measurements.on_timing({"what": "batch", "at": "end"})
             self._send(reply)
+
+    def _sched(self) -> tuple[float, float] | None:
+        """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings)."""
+        return batchclock.readings(self.process.pid, self.cgroups.processes() if self.cgroups else None)
 
     def take_exchange(self) -> int:
         """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""

@@ -7,20 +7,27 @@ import subprocess
 import sys
 import time
 
-from runner.batchclock import BatchClock, cpu_seconds, tolerance_ms
+from runner.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
 
 
 def drive(clock: BatchClock, median_ms: float, per_call_ms: float, overhead_ms: float = 0.3,
-          launch_ms: float = 0.02, cpu_per_call_ms: float | None = None) -> BatchClock:
+          launch_ms: float = 0.02, cpu_per_call_ms: float | None = None, busy=None) -> BatchClock:
     """Run the clock's commands against a sandbox whose calls take `per_call_ms` each (of the wall
-    clock) and, where given, `cpu_per_call_ms` of CPU time."""
+    clock) and, where given, `cpu_per_call_ms` of CPU time. `busy(k)`: the milliseconds a busy host
+    made the k-th batch wait for a CPU (added to its wall clock); the waits are read when given."""
     now, cpu = 0.0, (0.0 if cpu_per_call_ms is not None else None)
-    reply = clock.on_message({"at": "ready", "median_ms": median_ms, "launch_ms": launch_ms}, now, cpu)
+    wait = 0.0 if busy is not None else None
+    reply = clock.on_message({"at": "ready", "median_ms": median_ms, "launch_ms": launch_ms}, now, cpu, wait)
+    k = 0
     while reply and reply["batch"]:
-        now += (overhead_ms + clock.cover_ms + reply["batch"] * per_call_ms) / 1000
+        waited = busy(k) if busy is not None else 0.0
+        now += (overhead_ms + clock.cover_ms + reply["batch"] * per_call_ms + waited) / 1000
         if cpu is not None:
             cpu += (0.1 + reply["batch"] * cpu_per_call_ms) / 1000
-        reply = clock.on_message({"at": "done", "n": reply["batch"]}, now, cpu)
+        if wait is not None:
+            wait += (0.01 + waited) / 1000
+        reply = clock.on_message({"at": "done", "n": reply["batch"]}, now, cpu, wait)
+        k += 1
     return clock
 
 
@@ -73,21 +80,45 @@ def test_on_the_cpu_the_sandboxs_cpu_time_decides_not_a_busy_hosts_wall_clock():
     assert threaded.verdict(0.3, None) is None and abs(threaded.slope_ms() - 0.3) < 1e-6
 
 
-def test_cpu_seconds_counts_a_process_and_its_children_but_not_their_waiting():
+def test_readings_count_a_process_and_its_children_running_and_waiting():
     spin = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\ntime.sleep(30)"
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, "
                                f"'-c', {spin!r}])"], start_new_session=True)
     try:
         time.sleep(2.5)  # both interpreters started, the child has spun 0.4 s and sleeps
-        first = cpu_seconds(parent.pid)
+        first = readings(parent.pid)
         time.sleep(0.5)
-        second = cpu_seconds(parent.pid)
-        assert first is not None and first >= 0.4
-        assert second - first < 0.05  # sleeping is not running
+        second = readings(parent.pid)
+        assert first is not None and first[0] >= 0.4 and first[1] >= 0
+        assert second[0] - first[0] < 0.05  # sleeping is not running
+        assert second[1] - first[1] < 0.05  # nor waiting for a CPU
+        assert readings(parent.pid, [parent.pid])[0] < first[0]  # the listed processes only
     finally:
         os.killpg(parent.pid, 9)  # the child too
         parent.wait()
-    assert cpu_seconds(parent.pid) is None  # gone: nothing to read
+    assert readings(parent.pid) is None  # gone: nothing to read
+
+
+def test_on_a_busy_host_the_undisturbed_batches_decide():
+    # Every large batch of the first two rounds waited 10 ms for a CPU (+0.45 ms a call): measured
+    # again, and the undisturbed third round shows the honest slope.
+    clock = drive(BatchClock("cuda"), median_ms=0.5, per_call_ms=0.5, busy=lambda k: 10.0 if k in (1, 3) else 0.0)
+    assert len(clock.walls[clock.sizes[0]]) == 3
+    assert abs(clock.slope_ms() - 0.5) < 1e-6 and clock.verdict(0.5, None) is None
+
+
+def test_an_honest_median_on_a_host_busy_throughout_is_noisy_not_rejected():
+    clock = drive(BatchClock("cuda"), median_ms=0.5, per_call_ms=0.5, busy=lambda k: 10.0 if k % 2 else 0.0)
+    assert len(clock.walls[clock.sizes[0]]) == DISTURBED_ROUNDS
+    status, why = clock.verdict(0.5, None)
+    assert status == "noisy" and "busy host" in why and "waited up to 10.0 ms" in why
+
+
+def test_a_forged_median_is_rejected_whatever_the_small_waits():
+    # Waits within what a quiet host gives (0.1 ms a batch) do not make a forger noisy.
+    clock = drive(BatchClock("cuda"), median_ms=0.05, per_call_ms=1.0, busy=lambda k: 0.1)
+    assert len(clock.walls[clock.sizes[0]]) == 3
+    assert clock.verdict(0.05, None)[0] == "rejected"
 
 
 def test_skipped_batches_or_another_median_are_rejected():

@@ -91,14 +91,16 @@ def test_each_measurement_has_its_own_tries():
     assert [r["attempt"] for r in m.of("eager")] == [1, 2] and m.noisy("eager", "compile") is None
 
 
-def test_descendants_of_this_process_are_ours():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+def test_descendants_of_this_process_are_ours_and_a_sibling_sandbox_is_not_the_measured_ones():
+    child, sibling = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"]) for _ in range(2))
     try:
         assert gpustate.ours(child.pid) and gpustate.ours(os.getpid())
         assert not gpustate.ours(1) and not gpustate.ours(os.getppid())
+        assert gpustate.ours(child.pid, root=child.pid) and not gpustate.ours(sibling.pid, root=child.pid)
     finally:
-        child.kill()
-        child.wait()
+        for process in (child, sibling):
+            process.kill()
+            process.wait()
 
 
 def test_no_nvml_on_a_cpu_host():
