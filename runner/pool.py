@@ -13,8 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from . import compile as compiling
 from . import evaluation
 from .errors import RunnerError
-from .refereeing import Referee
+from .refereeing import Referees
 from .sandbox import Sandbox, remove_stale_folders
+
+
+REFEREES = 2
 
 
 class Pool:
@@ -35,7 +38,9 @@ class Pool:
         # sandbox started from a job's thread would be killed when that job ends.
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-starter")
         remove_stale_folders()
-        self.referee = Referee()  # the trusted judge of this pool's evaluations (referee.py)
+        # the trusted judges of this pool's evaluations (referee.py); a GPU pool's evaluations finish
+        # faster than one judge compares their outputs on a busy host
+        self.referee = Referees(REFEREES if device == "cuda" else 1)
         if self.size:
             self.referee.start()
         for _ in range(self.size):

@@ -1,6 +1,7 @@
 """The parent's side of the trusted judge (referee.py): start it once per pool, send it the
-sealed exchange memories of one evaluation, read its comparison back. Plain Python: the
-parent never imports torch.
+sealed exchange memories of one evaluation, read its comparison back. A pool on a GPU keeps
+several (`Referees`): one comparison at a time each, so evaluations finishing together do not
+queue behind one process. Plain Python: the parent never imports torch.
 
 The judge runs as a plain child of the parent, outside bubblewrap, under the parent's user:
 it runs runner code only, its inputs are sealed memories and descriptions it checks, and a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -101,3 +103,29 @@ class Referee:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+class Referees:
+    """`count` judges sharing the CPU threads one would have; `judge` takes a free one."""
+
+    def __init__(self, count: int = 1, threads: int | None = None):
+        total = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.all = [Referee(max(1, total // max(1, count))) for _ in range(max(1, count))]
+        self._free: queue.SimpleQueue[Referee] = queue.SimpleQueue()
+        for referee in self.all:
+            self._free.put(referee)
+
+    def start(self) -> None:
+        for referee in self.all:
+            referee.start()
+
+    def judge(self, request: dict, truths_fd: int, outputs_fd: int, timeout: float) -> dict:
+        referee = self._free.get()
+        try:
+            return referee.judge(request, truths_fd, outputs_fd, timeout)
+        finally:
+            self._free.put(referee)
+
+    def close(self) -> None:
+        for referee in self.all:
+            referee.close()

@@ -1,0 +1,62 @@
+"""The pool's trusted judges (runner/refereeing.py): real judge processes comparing sealed
+exchange memories; with several, one busy judge does not hold up another evaluation."""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from runner import exchange
+from runner.refereeing import Referees
+
+TRUTH = torch.linspace(-1, 1, 64)
+
+
+def request(output: torch.Tensor) -> tuple[dict, int, int]:
+    truths_fd, outputs_fd = exchange.create(), exchange.create()
+    truth = exchange.Writer(truths_fd).put("t", TRUTH)
+    writer = exchange.Writer(outputs_fd)
+    trial, call = writer.put("trial", output), writer.put("call", output)
+    for fd in (truths_fd, outputs_fd):
+        exchange.seal(fd)
+    made = {"atol": 1e-5, "rtol": 1e-5, "expected": [{"shape": [64], "dtype": "float32"}], "set_count": 2,
+            "distributions": [{"name": "get_inputs", "skipped": False, "trials": [{"ref_err": 0.0, "truths": [truth]}]}],
+            "sets": [{"index": 0, "ref_err": 0.0, "truths": [truth]}]}
+    shipped = {"distributions": [{"name": "get_inputs", "trials": [[trial]]}],
+               "calls": [{"call": 0, "set": 0, "outputs": [call]}]}
+    return {"truths": made, "outputs": shipped}, truths_fd, outputs_fd
+
+
+def judged(referees: Referees, output: torch.Tensor) -> dict:
+    body, truths_fd, outputs_fd = request(output)
+    try:
+        return referees.judge(body, truths_fd, outputs_fd, timeout=120)
+    finally:
+        os.close(truths_fd)
+        os.close(outputs_fd)
+
+
+@pytest.fixture(scope="module")
+def referees():
+    judges = Referees(count=2, threads=2)
+    judges.start()
+    yield judges
+    judges.close()
+
+
+def test_the_threads_are_shared_out_between_the_judges(referees):
+    assert [r.threads for r in referees.all] == [1, 1]
+
+
+def test_each_judge_compares_and_one_busy_judge_does_not_hold_up_the_other(referees):
+    busy = referees._free.get()  # one judge taken, as by an evaluation still being compared
+    try:
+        reply = judged(referees, TRUTH.clone())
+        assert reply["correctness"]["passed"] and reply["replay"] == {"failure": None, "checked": 1}
+    finally:
+        referees._free.put(busy)
+    with ThreadPoolExecutor(2) as side:  # both at once: each gets its own judge
+        right, wrong = side.map(lambda out: judged(referees, out), [TRUTH.clone(), TRUTH + 0.5])
+    assert right["correctness"]["passed"]
+    assert not wrong["correctness"]["passed"] and wrong["replay"]["failure"][0] == 0
