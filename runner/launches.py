@@ -29,7 +29,10 @@ BOOKKEEPING_KERNELS = re.compile(
 # Memory activity CUPTI reports beside kernels; not kernels of anyone's.
 MEMORY_ACTIVITY = re.compile(r"^(?:Memcpy|Memset)\b")
 
-_CUDA_KERNEL = re.compile(r"__global__\s+((?:__launch_bounds__\s*\([^)]*\)|[^(;{])*?)\b(?!__launch_bounds__)(\w+)\s*\(")
+# Between __global__ and the name: the return type and qualifiers, parenthesised ones among them
+# (__launch_bounds__(256), __cluster_dims__(2, 1, 1), __maxnreg__(64), __attribute__((...))).
+_QUALIFIER = r"__\w+__\s*\((?:[^()]|\([^()]*\))*\)"
+_CUDA_KERNEL = re.compile(rf"__global__\s+((?:{_QUALIFIER}|[^(;{{])*?)\b(?!__\w+__)(\w+)\s*\(")
 _NAME_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\w+)[ \t]*$", re.MULTILINE)
 _PYTHON_KERNEL = re.compile(
     r"@(?:triton\.jit|triton\.autotune|cute\.kernel|cute\.jit|jit)\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)")
@@ -48,7 +51,7 @@ def own_kernel_names(source: str) -> set[str]:
             seen.add(name)
             names.add(name)
     names.update(m.group(1) for m in _PYTHON_KERNEL.finditer(source))
-    return names - {"__launch_bounds__", "if", "for", "while", "return", "void"}
+    return {name for name in names if not re.fullmatch(r"__\w+__", name)} - {"if", "for", "while", "return", "void"}
 
 
 def base_name(kernel: str) -> str:

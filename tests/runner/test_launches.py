@@ -32,6 +32,14 @@ def test_own_kernel_names_come_from_cuda_and_python_definitions():
     assert OWN == {"add_kernel", "softmax_rows", "scale"}
 
 
+def test_qualifiers_between_global_and_the_name_are_not_its_name():
+    source = ('CUDA = r"""\n'
+              'extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, 2)\n'
+              'softmax_cluster(const float* x) {}\n'
+              '__global__ void __maxnreg__(64) __attribute__((noinline)) gemm(float* c) {}\n"""')
+    assert launches.own_kernel_names(source) == {"softmax_cluster", "gemm"}
+
+
 def test_a_kernel_named_through_a_macro_is_its_own():
     source = 'CUDA = r"""\n#define GEMM_NAME mm_tiled\nextern "C" __global__ void GEMM_NAME(float *c) {}\n"""'
     own = launches.own_kernel_names(source)
