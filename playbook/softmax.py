@@ -125,6 +125,16 @@ def _cuda_online(params):
     return Parts(_CU_ONLINE, launch, kernels=("softmax_online",), setup=setup)
 
 
+def _cuda_cluster(params):
+    cluster, block, per = params["cluster"], params["block"], params["per"]
+    capacity = cluster * block * per * 4
+    launch = (f"if cols % {4 * cluster} or cols > {capacity} or x.data_ptr() % 16 or y.data_ptr() % 16:\n"
+              f"    raise ValueError(f'this kernel splits a row of up to {capacity} float32 values, a multiple of "
+              f"{4 * cluster}, 16-byte aligned, over {cluster} blocks; got {{cols}}')\n"
+              f"_launch('softmax_cluster', (rows * {cluster},), ({block},), _ptr(x), _ptr(y), _n(rows), _n(cols))")
+    return Parts(_CU_ONLINE, launch, kernels=("softmax_cluster",))
+
+
 def _v(block, warp_rows=0, stage=0, stream=0, vec=1, reverse=0):
     return {"block": block, "warp_rows": warp_rows, "stage": stage, "stream": stream, "vec": vec, "reverse": reverse}
 
@@ -153,6 +163,17 @@ CUDA = (
            "pass takes them from there; only the rest is re-read, mostly from L2.",
            (_v(1024, stage=49152, stream=1), _v(1024, stage=32768, stream=1), _v(512, stage=16384, stream=1)),
            _cuda_online),
+    Recipe("cluster_row", "Split each row over a thread-block cluster and merge the statistics in distributed "
+           "shared memory",
+           "A 65536-float row (256 KB) fits in no single block's registers or shared memory, so the kernels above "
+           "read it twice. A Hopper cluster of 2 to 8 blocks can hold it: each block loads its slice into "
+           "registers once (PER float4 a thread, streaming loads), reduces its own running max and sum, and the "
+           "blocks merge their pairs by reading each other's shared memory (mapa / ld.shared::cluster between "
+           "two cluster barriers); then each block writes its slice from the registers. One read and one write "
+           "of HBM.",
+           ({"cluster": 4, "block": 512, "per": 8, "min_blocks": 2},
+            {"cluster": 8, "block": 256, "per": 8, "min_blocks": 4},
+            {"cluster": 2, "block": 1024, "per": 8, "min_blocks": 1}), _cuda_cluster),
     Recipe("warp_per_row", "One warp per row with shuffle reductions",
            "Give each row to a single warp: statistics merge with __shfl_xor_sync only, with no shared memory and "
            "no __syncthreads, and several rows share a block. Best when rows are short or many.",

@@ -90,3 +90,72 @@ extern "C" __global__ void softmax_online(const float* __restrict__ x, float* __
         for (i64 c = lane; c < cols; c += step) yr[c] = expf(xr[c] - m) * inv;
     }
 }
+
+#if CLUSTER
+// A row split over a cluster of CLUSTER blocks (Hopper's thread-block clusters): each block keeps its
+// slice in registers (PER float4 a thread), the blocks' (max, sum) pairs merge through distributed
+// shared memory, and the row is written from the registers: one read and one write of HBM, where the
+// kernels above read the row twice.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+__device__ __forceinline__ void cluster_barrier() {  // release, then acquire, across the cluster
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float2 cluster_load(const float2* local, unsigned rank) {
+    unsigned address = (unsigned)__cvta_generic_to_shared(local), remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
+    return v;
+}
+
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, MIN_BLOCKS)
+softmax_cluster(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 cols) {
+    __shared__ float sm[32], ss[32];
+    __shared__ float2 stat;
+    const unsigned rank = cluster_rank();
+    const i64 row = blockIdx.x / CLUSTER;
+    const i64 n4 = (cols >> 2) / CLUSTER;  // this block's float4 of the row
+    const float4* x4 = reinterpret_cast<const float4*>(x + row * cols) + rank * n4;
+    float4* y4 = reinterpret_cast<float4*>(y + row * cols) + rank * n4;
+    float4 v[PER];
+    float m = NEG_INF, s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+        const i64 i = threadIdx.x + (i64)k * BLOCK;
+        if (i < n4) {
+            v[k] = __ldcs(x4 + i);  // read once: nothing of it is wanted in L2 afterwards
+            online_add4(m, s, v[k]);
+        }
+    }
+    warp_online(m, s);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) { sm[warp] = m; ss[warp] = s; }
+    __syncthreads();
+    if (warp == 0) {
+        m = lane < BLOCK / 32 ? sm[lane] : NEG_INF;
+        s = lane < BLOCK / 32 ? ss[lane] : 0.0f;
+        warp_online(m, s);
+        if (lane == 0) stat = make_float2(m, s);
+    }
+    cluster_barrier();  // every block's pair is written
+    if (warp == 0) {
+        float2 theirs = lane < CLUSTER ? cluster_load(&stat, lane) : make_float2(NEG_INF, 0.0f);
+        m = theirs.x;
+        s = theirs.y;
+        warp_online(m, s);
+        if (lane == 0) { sm[0] = m; ss[0] = s; }
+    }
+    cluster_barrier();  // every remote read is done (a block may exit after this), and sm[0] is seen
+    m = sm[0];
+    const float inv = 1.0f / ss[0];
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+        const i64 i = threadIdx.x + (i64)k * BLOCK;
+        if (i < n4) __stcs(y4 + i, exp4(v[k], m, inv));
+    }
+}
+#endif
