@@ -99,9 +99,12 @@ def get_init_inputs():
 def test_gpu_memory_past_the_cap_is_oom_then_the_next_kernel_is_judged_right(cuda_pool, monkeypatch):
     import runner
 
-    monkeypatch.setenv("KERNELLAB_SANDBOX_GPU_MEMORY_MB", "2048")
-    with runner.Pool(device="cuda", size=0) as pool:
-        result = pool.validate(GPU_HOG, seed=0)
+    # only this pool's sandboxes get the small cap: the shared pool's replacements, started while the
+    # variable is set, would keep it for the tests after this one
+    with monkeypatch.context() as env:
+        env.setenv("KERNELLAB_SANDBOX_GPU_MEMORY_MB", "2048")
+        with runner.Pool(device="cuda", size=0) as pool:
+            result = pool.validate(GPU_HOG, seed=0)
     assert result["status"] == "invalid"
     assert "GPU memory limit of 2048 MB" in result["reason"], result["reason"]
     honest = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=11)
