@@ -27,8 +27,8 @@ HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batc
 size has one. Rounds after a suspicious one wait ROUND_PAUSE_S first, so that a passing disturbance
 (another process starting on the GPU) can end; a suspicious slope that rests on disturbed batches
 gets more rounds (up to DISTURBED_ROUNDS), and one that still does is noisy, never rejected: a
-busy host says nothing about the kernel. A candidate that makes its own threads wait only makes itself noisy, which
-keeps it off every ranking.
+busy host says nothing about the kernel. A candidate that makes its own threads wait only makes
+itself noisy, which keeps it off every ranking.
 
 Plain Python: the parent never imports torch.
 """

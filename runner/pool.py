@@ -1,7 +1,7 @@
 """A pool of warm sandboxes (torch imported, CUDA initialised), so a candidate's
 evaluation does not wait for process start-up. Each sandbox runs one job and is gone;
 taking one starts its replacement at once. An evaluation takes two (the problem's, which
-makes the truths, and the candidate's), and the pool's trusted judge (refereeing.py)
+makes the truths, and the candidate's), and the pool's trusted judges (refereeing.py)
 compares their outputs."""
 
 from __future__ import annotations
