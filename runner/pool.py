@@ -2,7 +2,7 @@
 evaluation does not wait for process start-up. Each sandbox runs one job and is gone;
 taking one starts its replacement at once. An evaluation takes two (the problem's, which
 makes the truths, and the candidate's), and the pool's trusted judges (refereeing.py)
-compares their outputs."""
+compare their outputs."""
 
 from __future__ import annotations
 
