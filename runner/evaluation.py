@@ -145,6 +145,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
                              result.pop("batch_noisy", None)) if why]
     result["noisy"] = "; ".join(noisy) or None
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait + builds.warm_wait_s)
+    if sandbox.ready_s is not None:  # how long the candidate's sandbox took to warm up (the pool's refill time)
+        result["phases"]["warm_up_s"] = sandbox.ready_s
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:

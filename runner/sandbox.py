@@ -143,6 +143,7 @@ class Sandbox:
         self.environment: dict | None = None
         self.output_exceeded = False
         self.warm_wait = 0.0
+        self.ready_s: float | None = None
         self._streams = {"stdout": Tail(), "stderr": Tail()}
         self.slot = isolation.Slot() if self.isolation == "bwrap" else None
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
@@ -243,6 +244,8 @@ class Sandbox:
                 except ValueError:
                     continue  # noise; the nonce check drops anything else
                 if isinstance(message, dict):
+                    if message.get("kind") == "ready" and self.ready_s is None:
+                        self.ready_s = time.monotonic() - self.started  # its warm-up, start to ready
                     self.messages.put(message)
         self.messages.put(None)
 

@@ -40,6 +40,7 @@ def test_honest_c_kernels_are_accepted(cpu_pool, problem, kernel):
     assert result["compile"]["seconds"] < 5
     assert result["quarantined"] is False
     assert result["phases"]["truths_s"] > 0 and result["phases"]["truths_wait_s"] >= 0  # the truths' sandbox
+    assert result["phases"]["warm_up_s"] > 0  # the candidate's sandbox, from its start to ready
 
 
 def test_exact_layernorm_passes_where_the_naive_one_fails(cpu_pool):
