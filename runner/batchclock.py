@@ -123,8 +123,7 @@ class BatchClock:
             self._sent_at, self._sent_cpu, self._sent_wait = at, cpu_s, wait_s
 
     def _disturbed(self, n: int, k: int) -> bool:
-        waits = self.waits.get(n, [])
-        waited = waits[k] if k < len(waits) else None
+        waited = self.waits[n][k]  # recorded beside every wall clock
         return waited is not None and waited > max(HOST_WAIT_MIN_MS, HOST_WAIT * self.walls[n][k])
 
     def host_waits_ms(self) -> list[float]:

@@ -28,9 +28,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PASS = ("PATH", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
 
 
+def judge_threads() -> int:
+    """The CPU threads a pool's judging gets in all: half the host's cores, 1 to 8."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
 class Referee:
     def __init__(self, threads: int | None = None):
-        self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.threads = threads or judge_threads()
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -109,7 +114,7 @@ class Referees:
     """`count` judges sharing the CPU threads one would have; `judge` takes a free one."""
 
     def __init__(self, count: int = 1, threads: int | None = None):
-        total = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        total = threads or judge_threads()
         self.all = [Referee(max(1, total // max(1, count))) for _ in range(max(1, count))]
         self._free: queue.SimpleQueue[Referee] = queue.SimpleQueue()
         for referee in self.all:
