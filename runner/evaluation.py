@@ -17,7 +17,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, exchange, findings, quarantine, schema, watchdog
+from . import baselines, buildcache, exchange, findings, gpumem, quarantine, schema, watchdog
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
 from .errors import DeviceBusy, ProblemInvalid, RunnerError
@@ -104,14 +104,31 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     validation = _cached_validation(problem_source, device, environment, pool, timeout, seed)
     if validation["status"] != "ok":
         raise ProblemInvalid(f"the problem is invalid: {validation['reason']}")
-    result["baseline"] = dict(validation["baseline"])
-
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
+    for attempt in range(1, OOM_ATTEMPTS + 1):
+        try:
+            return _judge(pool, job, validation, environment, timeout)
+        except _DeviceFull as exc:
+            if attempt == OOM_ATTEMPTS:
+                raise DeviceBusy(f"the candidate ran out of device memory {OOM_ATTEMPTS} times within its own share "
+                                 f"({exc}): other work held the rest, so the kernel is not judged") from None
+            time.sleep(OOM_PAUSE_S * attempt)
+
+
+class _DeviceFull(Exception):
+    """A candidate's `oom` that other work on the device caused (gpumem.others_fault)."""
+
+
+def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float) -> dict:
+    """One run of the candidate beside its truths, judged."""
+    device = job["device"]
+    result = empty_verdict(job["seed"])
+    result["baseline"] = dict(validation["baseline"])
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
-    truths_job = {"job": "truths", "device": device, "seed": seed, "problem_source": problem_source,
-                  "atol": atol, "rtol": rtol, "sample_secret": sample_secret.hex()}
+    truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
+                  "atol": job["atol"], "rtol": job["rtol"], "sample_secret": sample_secret.hex()}
     truths_sandbox = pool.take()
     try:
         sandbox = pool.take()
@@ -130,6 +147,10 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         result["build_cache"] = builds.describe()
         result["environment"] = environment_of(sandbox, pool)
         _candidate_verdict(result, outcome, sandbox)
+        if result["status"] == "oom" and sandbox.gpu_cap_mb and sandbox.gpu_exceeded_mb is None:
+            others = gpumem.others_fault(f"{result['reason']}\n{result['log']}\n{outcome.stderr}", sandbox.gpu_cap_mb)
+            if others:
+                raise _DeviceFull(others)
         if result["status"] == "correct":
             mark = time.monotonic()
             _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout)

@@ -9,9 +9,15 @@ the cap is not enforced, and the sandbox's limits say so.
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 POLL_S = 0.2
+_UNITS = {"B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+_SIZE = r"([\d.]+) (B|KiB|MiB|GiB|TiB)"
+# PyTorch's caching allocator, on a failed allocation (c10/cuda/CUDACachingAllocator.cpp)
+_TORCH_OOM = re.compile(rf"Tried to allocate {_SIZE}\. GPU \d+ has a total capacity of {_SIZE} of which {_SIZE} "
+                        rf"is free\.(?: Including non-PyTorch memory,)? this process has {_SIZE} memory in use")
 _nvml = None
 _nvml_lock = threading.Lock()
 
@@ -74,6 +80,24 @@ def used_mb(uid: int) -> int:
             if process.usedGpuMemory and _uid(process.pid) == uid:
                 total += process.usedGpuMemory
     return total // (1024 * 1024)
+
+
+def others_fault(text: str, cap: int) -> str | None:
+    """Why an out-of-memory failure is the device's, not the candidate's: PyTorch's message
+    says that the process held less than its cap even with the allocation that failed, and
+    that the device had no room for it, so other work held the rest. None when the text says
+    nothing of the kind (any other out-of-memory stays the candidate's `oom`). The text comes
+    from the candidate's side; a candidate that fakes it only gets itself run again, then not
+    judged at all (evaluation.py), never a better verdict."""
+    found = _TORCH_OOM.search(text)
+    if not found:
+        return None
+    sizes = [float(found.group(i)) * _UNITS[found.group(i + 1)] for i in (1, 3, 5, 7)]
+    asked, total, free, held = sizes
+    if held + asked > cap or free >= asked:
+        return None
+    return (f"it held {held:.0f} MB and asked for {asked:.0f} MB more, within its {cap} MB; "
+            f"the device had {free:.0f} MB of {total:.0f} MB free")
 
 
 class Watch:

@@ -22,8 +22,11 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from . import seccomp
@@ -94,15 +97,66 @@ class Slot:
             except OSError:
                 handle.close()
                 continue
+            if processes_of(uid):  # left by a worker that died before its slots were free
+                _release_when_gone(uid, handle, wait=False)
+                continue
             self.uid, self._handle = uid, handle
             return
         raise RunnerError(f"no free sandbox slot among uids {base}..{base + SLOTS_MAX - 1}")
 
     def release(self) -> None:
-        if self._handle is not None:
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
+        """Give the uid back once no process runs as it. A killed CUDA process can take seconds to
+        tear down and keeps its device memory meanwhile; NVML charges that memory to the uid
+        (gpumem.py), so a sandbox started under it too early would pay for its predecessor. Until
+        then the slot stays locked, and the pool takes another uid."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        if processes_of(self.uid):
+            _release_when_gone(self.uid, handle, wait=False)
+        else:
+            _unlock(handle)
+
+
+def processes_of(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid` (a slot's uid is nobody else's, so these are its sandbox's)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as status:
+                for line in status:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry.name))
+                        break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _release_when_gone(uid: int, handle, *, wait: bool = True) -> None:
+    """Kill what still runs as `uid` (whatever outlived the sandbox's own kill: a new session,
+    no cgroup), then unlock the slot once it is gone; without `wait`, in a thread of its own."""
+    if not wait:
+        threading.Thread(target=_release_when_gone, args=(uid, handle), daemon=True, name=f"slot-{uid}").start()
+        return
+    pause = 0.05
+    while left := processes_of(uid):
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(pause)
+        pause = min(1.0, pause * 2)
+    _unlock(handle)
+
+
+def _unlock(handle) -> None:
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    handle.close()
 
 
 def _uid_taken(uid: int) -> bool:

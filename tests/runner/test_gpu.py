@@ -109,3 +109,31 @@ def test_gpu_memory_past_the_cap_is_oom_then_the_next_kernel_is_judged_right(cud
     assert "GPU memory limit of 2048 MB" in result["reason"], result["reason"]
     honest = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=11)
     assert honest["status"] == "correct", honest["reason"]
+
+
+# PyTorch's own wording for an allocation that did not fit: this process held 1 GiB, the device was full
+OTHERS_OOM = ("CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+              "512.00 MiB is free. Including non-PyTorch memory, this process has 1.00 GiB memory in use.")
+
+
+def test_an_oom_within_the_candidates_share_is_run_again_then_not_judged(cuda_pool):
+    """An out-of-memory error that other work on the device caused is not the candidate's `oom`:
+    it is run again, then handed back as the device's failure (DeviceBusy). The message here is
+    forged by the candidate, which thereby gains nothing: no verdict at all."""
+    from runner.errors import DeviceBusy
+
+    forged = sources.CUPY_SOFTMAX_KERNEL.replace(
+        "        x = x.contiguous()\n", f"        raise torch.OutOfMemoryError({OTHERS_OOM!r})\n", 1)
+    assert "OutOfMemoryError" in forged
+    with pytest.raises(DeviceBusy, match="within its own share"):
+        cuda_pool.evaluate(SOFTMAX, forged, seed=12)
+    honest = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=13)
+    assert honest["status"] == "correct", honest["reason"]
+
+
+def test_an_oom_past_the_candidates_share_stays_its_own(cuda_pool):
+    greedy = OTHERS_OOM.replace("Tried to allocate 1.00 GiB", "Tried to allocate 900.00 GiB")
+    forged = sources.CUPY_SOFTMAX_KERNEL.replace(
+        "        x = x.contiguous()\n", f"        raise torch.OutOfMemoryError({greedy!r})\n", 1)
+    result = cuda_pool.evaluate(SOFTMAX, forged, seed=14)
+    assert result["status"] == "oom", result
