@@ -5,7 +5,8 @@
 # whole script stays under the 10 minutes of one device call with the defaults. Django and friends come from the wheels in ../.whl or .whl.
 # Results under $OUT: search.json/.txt, load-inline.json/.txt, gpu.txt, *.err.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_throughput.sh
-#   CANDIDATES (40), LOAD_INLINE (8), MAX_SECONDS (120, per run), JOBS_IN_FLIGHT, POOL_SIZE.
+#   SEARCHES (3: one playbook search runs out of ideas after ~13 candidates, too few for a steady
+#   state), CANDIDATES (40 per search), LOAD_INLINE (8), MAX_SECONDS (120, per run), JOBS_IN_FLIGHT, POOL_SIZE.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-throughput}
@@ -24,6 +25,7 @@ knobs=(--database "$database")
 status=0
 # The outer timeout is a backstop: --max-seconds closes the window itself (validation comes before it).
 timeout $((max + 140)) "$PY" manage.py bench_evaluator --device cuda --candidates "${CANDIDATES:-40}" \
+  --searches "${SEARCHES:-3}" \
   --max-seconds "$max" "${knobs[@]}" --json "$OUT/search.json" >"$OUT/search.txt" 2>"$OUT/search.err" || status=1
 cat "$OUT/search.txt"; tail -n 20 "$OUT/search.err"
 timeout $((max + 140)) "$PY" manage.py bench_evaluator --device cuda --load-inline "${LOAD_INLINE:-8}" \

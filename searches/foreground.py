@@ -70,46 +70,42 @@ class EvaluatorChild:
                 self.process.wait()
 
 
-class EngineThread:
-    """While open, kicks for our search (or any, before it exists) wake a local thread that runs
-    `loop.advance`; kicks for other searches go to the task queue as usual."""
+class Engines:
+    """While open, the engine's steps for each search started here run in a thread of this process,
+    each woken by its own search's kicks (a search not started yet gets its first advance when its
+    thread starts; kicks for searches not started here wake nothing)."""
 
     def __init__(self):
-        self.wake = threading.Event()
-        self.search_id: int | None = None
-        self.thread: threading.Thread | None = None
+        self.events: dict[int, threading.Event] = {}
+        self.threads: dict[int, threading.Thread] = {}
 
     def _kick(self, search_id: int) -> None:
-        if self.search_id in (None, search_id):
-            self.wake.set()
-        else:
-            kick.queue_advance(search_id)
+        event = self.events.get(search_id)
+        if event is not None:
+            event.set()
 
     def __enter__(self):
         kick.set_kicker(self._kick)
         return self
 
     def start(self, search_id: int) -> None:
-        self.search_id = search_id
-        self.wake.set()
-        self.thread = threading.Thread(target=orchestrate, args=(search_id, self.wake), daemon=True)
-        self.thread.start()
+        event = self.events[search_id] = threading.Event()
+        event.set()
+        thread = self.threads[search_id] = threading.Thread(target=orchestrate, args=(search_id, event), daemon=True)
+        thread.start()
 
     def died(self) -> bool:
-        """The thread ended while the search is still active: nothing would advance it. (It ends
-        on its own once the search finishes; the verified reruns queued then are still to judge.)"""
-        if self.thread is None or self.thread.is_alive():
-            return False
-        return Search.objects.filter(pk=self.search_id, status__in=Search.ACTIVE).exists()
-
-    def stop(self) -> None:
-        self.wake.set()
-        if self.thread is not None:
-            self.thread.join(timeout=30)
+        """A thread ended while its search is still active: nothing would advance it. (A thread ends on
+        its own once its search finishes; the verified reruns queued then are still to judge.)"""
+        ended = [search_id for search_id, thread in self.threads.items() if not thread.is_alive()]
+        return Search.objects.filter(pk__in=ended, status__in=Search.ACTIVE).exists()
 
     def __exit__(self, *exc):
         try:
-            self.stop()
+            for event in self.events.values():
+                event.set()
+            for thread in self.threads.values():
+                thread.join(timeout=30)
         finally:
             kick.set_kicker(None)
 

@@ -13,7 +13,6 @@ Progress lives in a JSON report that each run reads and extends: problems done a
 
 import ast
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -22,8 +21,7 @@ from django.utils import timezone
 
 import runner
 from searches import selectors, services
-from searches.engine import kick
-from searches.foreground import EvaluatorChild, orchestrate
+from searches.foreground import Engines, EvaluatorChild
 from searches.models import Device, EvaluationJob, Problem, Search, Suite
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernelbench"
@@ -99,39 +97,6 @@ def published_baselines(level: int) -> dict:
         for file, row in data.items():
             out.setdefault(file, {})[key] = row.get("mean")
     return out
-
-
-class Engines:
-    """Several searches advanced in threads of this process, each woken by its own kicks (the
-    foreground engine of `manage.py search`, one thread per search)."""
-
-    def __init__(self):
-        self.events: dict[int, threading.Event] = {}
-        self.threads: list[threading.Thread] = []
-
-    def _kick(self, search_id: int) -> None:
-        event = self.events.get(search_id)
-        if event is not None:
-            event.set()
-        # a search not started here yet: its thread runs a first advance when it starts
-
-    def __enter__(self):
-        kick.set_kicker(self._kick)
-        return self
-
-    def start(self, search_id: int) -> None:
-        event = self.events[search_id] = threading.Event()
-        event.set()
-        thread = threading.Thread(target=orchestrate, args=(search_id, event), daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def __exit__(self, *exc):
-        for event in self.events.values():
-            event.set()
-        for thread in self.threads:
-            thread.join(timeout=30)
-        kick.set_kicker(None)
 
 
 class Bench:

@@ -2,7 +2,7 @@
 same path as a search from the dashboard (search_start, the engine's loop, an evaluator child
 taking EvaluationJobs), and where each candidate's time goes (from the stored BenchmarkRuns).
 
-Two workloads: the playbook search (its candidates, on cuda NVRTC kernels) and N distinct
+Two workloads: playbook searches (their candidates, on cuda NVRTC kernels; one or several at once) and N distinct
 `load_inline` kernels submitted to one search as a user would (kernel_submit).
 """
 
@@ -12,7 +12,7 @@ import time
 from django.utils import timezone
 
 from searches import services
-from searches.foreground import EngineThread, EvaluatorChild
+from searches.foreground import Engines, EvaluatorChild
 from searches.models import BenchmarkRun, EvaluationJob, Problem, Search
 
 # (label, key in a run's `phases`); queue wait comes from the job's timestamps instead.
@@ -24,16 +24,20 @@ DEVICE_HOLDING = ("correctness_s", "timing_s", "truths_s")
 PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 
 
-def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max_seconds: float) -> dict:
-    """A playbook search of at most `candidates` candidates, until it completes (its verified reruns
-    judged too) or `max_seconds` pass (then it is paused and the window closes)."""
-    with EngineThread() as engine:
-        search = services.search_start(
+def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max_seconds: float,
+               searches: int = 1) -> dict:
+    """`searches` playbook searches at once (as several users would start them), each of at most
+    `candidates` candidates, until all complete (their verified reruns judged too) or `max_seconds`
+    pass (then those still running are paused and the window closes)."""
+    with Engines() as engines:
+        started = [services.search_start(
             problem=problem, user=None, proposer="playbook", device=worker.device, rounds=50, parents_per_round=2,
-            ideas_per_parent=3, kernels_per_idea=2, max_candidates=candidates, name="throughput benchmark")
-        window = _Window(search, max_seconds)
-        engine.start(search.id)
-        worker.wait(lambda: window.over() or _finished(search.id) or engine.died())
+            ideas_per_parent=3, kernels_per_idea=2, max_candidates=candidates,
+            name="throughput benchmark" + (f" {index + 1}" if searches > 1 else "")) for index in range(searches)]
+        window = _Window(started, max_seconds)
+        for search in started:
+            engines.start(search.id)
+        worker.wait(lambda: window.over() or all(_finished(s.id) for s in started) or engines.died())
         window.close()
     return window.as_dict()
 
@@ -41,12 +45,12 @@ def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max
 def run_load_inline(*, problem: Problem, worker: EvaluatorChild, sources: list[str], max_seconds: float) -> dict:
     """The sources submitted as user kernels of one paused search (the engine proposes nothing),
     until all are judged or `max_seconds` pass."""
-    with EngineThread():  # never started: the search's kicks wake nothing
+    with Engines():  # none started: the search's kicks wake nothing
         search = services.search_start(problem=problem, user=None, proposer="playbook", device=worker.device,
                                        rounds=1, parents_per_round=1, ideas_per_parent=1, kernels_per_idea=1,
                                        name="throughput benchmark (load_inline)")
         search = services.search_pause(search=search, user=None)
-        window = _Window(search, max_seconds)
+        window = _Window([search], max_seconds)
         for index, source in enumerate(sources):
             services.kernel_submit(user=None, problem=problem, source=source, search=search,
                                    name=f"load_inline {index}")
@@ -56,8 +60,8 @@ def run_load_inline(*, problem: Problem, worker: EvaluatorChild, sources: list[s
 
 
 class _Window:
-    def __init__(self, search: Search, max_seconds: float):
-        self.search, self.max_seconds = search, max_seconds
+    def __init__(self, searches: list[Search], max_seconds: float):
+        self.searches, self.max_seconds = searches, max_seconds
         self.began, self.began_at = time.monotonic(), timezone.now()
         self.ended, self.ended_at = None, None
 
@@ -66,12 +70,13 @@ class _Window:
 
     def close(self) -> None:
         self.ended, self.ended_at = time.monotonic(), timezone.now()
-        self.search.refresh_from_db()
-        if self.search.status in Search.ACTIVE:
-            services.search_pause(search=self.search, user=None)
+        for search in self.searches:
+            search.refresh_from_db()
+            if search.status in Search.ACTIVE:
+                services.search_pause(search=search, user=None)
 
     def as_dict(self) -> dict:
-        return {"search": self.search, "wall_s": self.ended - self.began, "began_at": self.began_at,
+        return {"searches": self.searches, "wall_s": self.ended - self.began, "began_at": self.began_at,
                 "ended_at": self.ended_at}
 
 
@@ -84,9 +89,9 @@ def _finished(search_id: int) -> bool:
     return status not in Search.ACTIVE and not _pending(search_id)
 
 
-def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict) -> dict:
+def measure(*, searches: list[Search], wall_s: float, began_at, ended_at, settings: dict) -> dict:
     """The report: what was judged inside the window, how fast, and where the time went."""
-    runs = list(BenchmarkRun.objects.filter(job__kernel__search=search, created_at__gte=began_at,
+    runs = list(BenchmarkRun.objects.filter(job__kernel__search__in=searches, created_at__gte=began_at,
                                             created_at__lte=ended_at).select_related("job", "job__kernel")
                 .order_by("id"))
     phases = {label: [] for label in ("queue wait", *(label for label, _ in PHASES))}
@@ -103,7 +108,7 @@ def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict
     for run in runs:
         verdicts[run.status] = verdicts.get(run.status, 0) + 1
         purposes[run.purpose] = purposes.get(run.purpose, 0) + 1
-    failed = EvaluationJob.objects.filter(kernel__search=search, status=EvaluationJob.Status.FAILED,
+    failed = EvaluationJob.objects.filter(kernel__search__in=searches, status=EvaluationJob.Status.FAILED,
                                           finished_at__gte=began_at, finished_at__lte=ended_at).count()
     device_names = sorted({run.device_name for run in runs if run.device_name})
     builds = {}
@@ -112,8 +117,9 @@ def measure(*, search: Search, wall_s: float, began_at, ended_at, settings: dict
         if state:
             builds[state] = builds.get(state, 0) + 1
     return {
-        "problem": search.problem.catalog_key or search.problem.name,
-        "search": str(search.code), "search_status": search.status,
+        "problem": searches[0].problem.catalog_key or searches[0].problem.name,
+        "searches": [str(search.code) for search in searches],
+        "search_status": ", ".join(sorted({search.status for search in searches})),
         "candidates_judged": len(runs), "by_purpose": purposes, "jobs_failed": failed,
         "wall_s": round(wall_s, 3), "candidates_per_min": round(len(runs) / wall_s * 60, 2) if wall_s else None,
         "phases": {label: _stats(values) for label, values in phases.items()},
@@ -171,7 +177,7 @@ def table(report: dict) -> list[str]:
         f"judged {report['candidates_judged']} ({_counts(report['by_purpose'])}) in {report['wall_s']:.1f} s: "
         f"{report['candidates_per_min']} candidates/min; jobs failed {report['jobs_failed']}",
         f"verdicts: {_counts(report['verdicts']) or 'none'}",
-        f"device busy share: {_share(report['device_busy_share'])} (correctness + timing over wall time)",
+        f"device busy share: {_share(report['device_busy_share'])} (correctness, timing and truths over wall time)",
         f"load_inline build cache: {_counts(report.get('build_cache') or {}) or 'not used'}",
         f"{'phase':<12} {'n':>4} {'median s':>9} {'total s':>9}",
     ]

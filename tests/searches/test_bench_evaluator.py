@@ -16,15 +16,17 @@ PHASES = {"queue wait", "compile", "device wait", "correctness", "timing", "trut
 
 def test_a_small_cpu_run_reports_what_it_judged(tmp_path):
     user_db, report_path = tmp_path / "user.sqlite3", tmp_path / "bench.json"
-    result = manage(user_db, "bench_evaluator", "--device", "cpu", "--candidates", "2", "--pool-size", "1",
+    result = manage(user_db, "bench_evaluator", "--device", "cpu", "--candidates", "1", "--searches", "2",
+                    "--pool-size", "1",
                     "--jobs-in-flight", "1", "--max-seconds", "120", "--json", str(report_path),
                     env=env_for(user_db), timeout=240)
 
     assert not user_db.exists()  # everything went to the temporary database
     report = json.loads(report_path.read_text())
     assert report["problem"] == "softmax-cpu"
-    assert report["search_status"] == "completed"
-    assert report["by_purpose"].get("search") == 2
+    assert report["search_status"] == "completed"  # both
+    assert len(set(report["searches"])) == 2
+    assert report["by_purpose"].get("search") == 2  # one starting kernel each
     assert report["by_purpose"].get("rerun", 0) >= 1  # the verified reruns queued at completion, judged too
     assert report["candidates_judged"] == sum(report["by_purpose"].values()) == sum(report["verdicts"].values())
     assert report["jobs_failed"] == 0
@@ -35,6 +37,6 @@ def test_a_small_cpu_run_reports_what_it_judged(tmp_path):
     assert report["phases"]["timing"]["total_s"] > 0
     settings = report["settings"]
     assert (settings["mode"], settings["device"], settings["jobs_in_flight"], settings["pool_size"]) == \
-        ("search", "cpu", 1, 1)
+        ("2 searches", "cpu", 1, 1)
     assert settings["device_name"]
     assert "candidates/min" in result.stdout and "queue wait" in result.stdout

@@ -29,7 +29,9 @@ class Command(BaseCommand):
                             help=f"default RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r}")
         parser.add_argument("--problem", default="",
                             help="catalog key, code or id (default softmax-4096x65536 on cuda, softmax-cpu on cpu)")
-        parser.add_argument("--candidates", type=int, default=30, help="the search's candidate budget (default 30)")
+        parser.add_argument("--candidates", type=int, default=30, help="each search's candidate budget (default 30)")
+        parser.add_argument("--searches", type=int, default=1,
+                            help="playbook searches started at once, as several users would (default 1)")
         parser.add_argument("--load-inline", type=int, default=0, metavar="N",
                             help="instead of a search's candidates: N distinct load_inline softmax kernels")
         parser.add_argument("--no-cached-pass", action="store_true",
@@ -63,9 +65,9 @@ class Command(BaseCommand):
                     windows.append((mode, throughput.run_load_inline(problem=problem, worker=worker, sources=sources,
                                                                      max_seconds=opts["max_seconds"])))
             else:
-                windows.append(("search", throughput.run_search(problem=problem, worker=worker,
-                                                                candidates=opts["candidates"],
-                                                                max_seconds=opts["max_seconds"])))
+                windows.append(("search" if opts["searches"] == 1 else f"{opts['searches']} searches",
+                                throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
+                                                      max_seconds=opts["max_seconds"], searches=opts["searches"])))
         reports = [throughput.measure(**window, settings={
             "mode": mode, "device": device, "jobs_in_flight": jobs_in_flight, "pool_size": pool_size,
             "max_seconds": opts["max_seconds"], "requested": opts["load_inline"] or opts["candidates"]})
@@ -82,7 +84,7 @@ class Command(BaseCommand):
             Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     def _in_child(self, opts) -> int:
-        arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]),
+        arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]), "--searches", str(opts["searches"]),
                      "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
         if opts["no_cached_pass"]:
             arguments.append("--no-cached-pass")

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import selectors, services
-from searches.foreground import EngineThread, EvaluatorChild, problem_for, validated
+from searches.foreground import Engines, EvaluatorChild, problem_for, validated
 from searches.models import Device, EvaluationJob, Kernel, Search
 
 
@@ -71,7 +71,7 @@ class Command(BaseCommand):
 
     def _run(self, problem, device, proposer, worker, progress, opts):
         problem = validated(problem, worker, self.stderr.write)
-        with EngineThread() as engine:
+        with Engines() as engine:
             try:
                 search = services.search_start(
                     problem=problem, user=None, proposer=proposer, model=opts["model"], effort=opts["effort"],
