@@ -127,14 +127,20 @@ def run_validate(job: dict, channel, env: dict) -> dict:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
         return failed_problem(exc, "the problem failed to run")
+    # torch.compile's own compile (seconds of CPU, then one forward) comes before the device wait,
+    # like the forward above: validations queued for the device compile meanwhile, not in turn.
+    try:
+        compiled = compile_model(model, inputs) if job.get("compile_baseline", True) else (None, None)
+    except Exception as exc:  # out of device memory (others' memory, likely): retried by the parent
+        return failed_problem(exc, "compiling the problem failed")
+    del inputs, outputs
     # Baselines are timed as candidates are: holding the device, so no other candidate or
     # baseline of this host runs there meanwhile.
     phases, mark = {}, time.monotonic()
     channel.request_device()
     phases["device_wait_s"], began = time.monotonic() - mark, time.monotonic()
     try:
-        baseline = time_baselines(module, model, device, seed, channel,
-                                  compile_baseline=job.get("compile_baseline", True))
+        baseline = time_baselines(module, model, device, seed, channel, compiled=compiled)
     except Exception as exc:
         return failed_problem(exc, "timing the problem failed")
     ended = time.monotonic()
@@ -158,19 +164,32 @@ def _out_of_memory(exc: BaseException) -> bool:
         or "out of memory" in lowered or "can't allocate memory" in lowered
 
 
-def time_baselines(module, model, device: str, seed: int, channel, *, compile_baseline: bool = True) -> dict:
-    """Eager and torch.compile timed like candidates, with PyTorch's default TF32 settings."""
+def compile_model(model, inputs) -> tuple:
+    """(torch.compile's model, "default") compiled by one forward on `inputs`, or (None, "failed: why");
+    out of memory is raised."""
+    try:
+        compiled = torch.compile(model, mode="default")
+        with torch.no_grad():
+            compiled(*inputs)
+        return compiled, "default"
+    except Exception as exc:
+        if _out_of_memory(exc):
+            raise
+        return None, f"failed: {compiling.first_line(str(exc), 200)}"
+
+
+def time_baselines(module, model, device: str, seed: int, channel, *, compiled: tuple = (None, None)) -> dict:
+    """Eager and torch.compile (`compiled`: compile_model's pair, or none) timed like candidates,
+    with PyTorch's default TF32 settings."""
     sets, _ = input_sets(module, device, seed)
+    compiled_model, mode = compiled
     with torch.no_grad():
         eager = timing.summarize(measure(channel, "eager", device, model, sets)["samples_ms"])["median_ms"]
-        compiled_ms, mode = None, None
-        if compile_baseline:
+        compiled_ms = None
+        if compiled_model is not None:
             try:
-                compiled = torch.compile(model, mode="default")
-                compiled(*sets[0])
-                compiled_ms = timing.summarize(measure(channel, "compile", device, compiled, sets)["samples_ms"])[
+                compiled_ms = timing.summarize(measure(channel, "compile", device, compiled_model, sets)["samples_ms"])[
                     "median_ms"]
-                mode = "default"
             except Exception as exc:
                 mode = f"failed: {compiling.first_line(str(exc), 200)}"
     return {"eager_ms": eager, "compile_ms": compiled_ms, "compile_mode": mode}
