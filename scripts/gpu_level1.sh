@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # KernelBench level 1 through the worker path on a bare GPU host (docs/BENCHMARKS.md):
 # `manage.py bench_suite` on the fixture's level1, continuing the committed progress report.
-# Reads docs/benchmarks/level1-h200.json (and, if DB names one, a SQLite file of an earlier run, so
-# the sweep suite's fast_p covers every call); writes under $OUT: level1-h200.json (commit it back),
-# level1.sqlite3 (the database, to pass as DB next time), level1.txt/.err, gpu.txt.
+# Reads docs/benchmarks/level1-h200.json (it keeps every swept problem's row, so the sweep's fast_p
+# covers every call; DB may name an earlier run's SQLite file to continue in it); writes under $OUT:
+# level1-h200.json (commit it back), level1.sqlite3 (the database), level1.txt/.err, gpu.txt.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_level1.sh
 #   LIMIT (25), MAX_SECONDS (240), CANDIDATES (3), JOBS_IN_FLIGHT, POOL_SIZE, DB (a .sqlite3 to continue).
 set -uo pipefail

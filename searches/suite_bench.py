@@ -29,6 +29,8 @@ SWEEP_SUFFIX = " (playbook sweep)"
 WAITING = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
 PENDING_JOBS = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 DO_BENCH_TARGET = 0.03  # the eager baseline within 3% of do_bench, measured alone
+# what the report keeps of each problem's sweep row (selectors.suite_scores_export)
+SWEEP_ROW = ("number", "file", "outcome", "speedup_vs_eager", "speedup_vs_compile")
 
 # Static guesses, only to order the work (families the playbook knows first); the family a
 # search uses is the one validation reports from the traced forward.
@@ -97,6 +99,7 @@ def published_baselines(level: int) -> dict:
         for file, row in data.items():
             out.setdefault(file, {})[key] = row.get("mean")
     return out
+
 
 
 class Bench:
@@ -251,17 +254,28 @@ class Bench:
 
 
     def scores(self) -> None:
-        """The sweep suite's scores as its page shows them (this database's searches)."""
+        """The sweep's scores as the suite page computes them, over every problem swept in any run:
+        this database's rows (the sweep suite's export) replace the report's rows of the same
+        problems, and the rest are kept, so a run on a fresh database continues the sweep."""
         sweep = Suite.objects.filter(name=self.sweep_name).first()
         if sweep is None:
             return
-        export = selectors.suite_scores_export(sweep)
+        rows = {score["device_name"]: {r["file"]: r for r in score["rows"]}
+                for score in (self.report.get("sweep") or {}).get("scores", [])}
+        fresh = {score["device_name"]: {r["file"]: {k: r[k] for k in SWEEP_ROW} for r in score["rows"]}
+                 for score in selectors.suite_scores_export(sweep)["scores"]}
+        for device in set(rows) | set(fresh):
+            # A problem swept here that ran no kernel on this device (the playbook could not read it)
+            # still counts, as on the suite page: a row without a kernel.
+            rows.setdefault(device, {}).update({m.file_name: fresh.get(device, {}).get(m.file_name) or {
+                "number": m.number, "file": m.file_name, "outcome": "none", "speedup_vs_eager": None,
+                "speedup_vs_compile": None} for m in sweep.members.all()})
         self.report["sweep"] = {
             "suite": sweep.name, "measured_at": timezone.now().isoformat(),
-            "scores": [{key: score[key] for key in ("device_name", "problems", "fast_p", "geomean", "counts")}
-                       | {"rows": [{k: r[k] for k in ("number", "file", "outcome", "speedup_vs_eager",
-                                                       "speedup_vs_compile")} for r in score["rows"]]}
-                       for score in export["scores"]],
+            "scores": [{"device_name": device,
+                        **{k: v for k, v in selectors.rows_score(list(by_file.values())).items() if k != "table"},
+                        "rows": sorted(by_file.values(), key=lambda r: r["number"] or 0)}
+                       for device, by_file in sorted(rows.items())],
         }
 
 

@@ -58,6 +58,7 @@ from .sharing import (  # noqa: F401
 )
 from .suites import (  # noqa: F401
     FAST_P,
+    rows_score,
     suite_list,
     suite_members,
     suite_search_counts,

@@ -114,6 +114,14 @@ def _problem_row(member, kernels) -> dict:
 def _device_score(device_name: str, members, kernels_by_problem) -> dict:
     rows = [_problem_row(m, [k for k in kernels_by_problem.get(m.problem_id, []) if k.device_name == device_name])
             for m in members]
+    return {"device_name": device_name, **rows_score(rows), "cheats": [k for r in rows for k in r["cheats"]],
+            "rows": rows}
+
+
+def rows_score(rows: list[dict]) -> dict:
+    """fast_p against each baseline, the geomean of the correct problems' speedups and the outcome
+    counts, over one row per problem (`outcome`, `speedup_vs_eager`, `speedup_vs_compile`, as
+    _problem_row makes them and the JSON export keeps them): a problem is correct when its outcome is."""
     total = len(rows)
     fast = {}
     for baseline in BASELINES:
@@ -121,20 +129,17 @@ def _device_score(device_name: str, members, kernels_by_problem) -> dict:
         fast[baseline] = {}
         for p in FAST_P:
             # fast_0 is correctness alone; above 0 the kernel must also beat this baseline by p.
-            wins = sum(1 for r in rows if r["correct"] and (p == 0 or (r[key] is not None and r[key] > p)))
+            wins = sum(1 for r in rows if r["outcome"] == "correct"
+                       and (p == 0 or (r[key] is not None and r[key] > p)))
             fast[baseline][fast_p_label(p)] = {"count": wins, "fraction": wins / total if total else None}
-    counts = {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES}
     # The same numbers as a list, for templates (which cannot look up "fast_1.5").
     table = [{"label": fast_p_label(p), **{b: fast[b][fast_p_label(p)] for b in BASELINES}} for p in FAST_P]
     return {
         "table": table,
-        "device_name": device_name,
         "problems": total,
         "fast_p": fast,
-        "geomean": {b: geomean(r[f"speedup_vs_{b}"] for r in rows if r["correct"]) for b in BASELINES},
-        "counts": counts,
-        "cheats": [k for r in rows for k in r["cheats"]],
-        "rows": rows,
+        "geomean": {b: geomean(r[f"speedup_vs_{b}"] for r in rows if r["outcome"] == "correct") for b in BASELINES},
+        "counts": {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES},
     }
 
 

@@ -1,7 +1,7 @@
 """`manage.py bench_suite` on CPU, end to end: two KernelBench level-1 problems (their own files, size
 constants shrunk) imported into a suite on a temporary database, validated by a real evaluator child,
 the playbook searches run by the engine; the JSON report holds each problem's row and the sweep suite's
-fast_p, and a second run reads it and skips what is done."""
+fast_p, and a second run (on a fresh database) reads it, skips what is done and keeps its sweep rows."""
 
 import json
 from pathlib import Path
@@ -29,17 +29,28 @@ def run(user_db, folder, report_path):
 
 
 def test_a_cpu_run_reports_each_problem_and_a_second_run_resumes(tmp_path):
+    """The first run has ReLU only; the second, on a fresh temporary database with LeakyReLU added,
+    skips ReLU (done) and keeps its sweep row, so the report's fast_p covers both runs."""
     folder = tmp_path / "level1"
     folder.mkdir()
-    for name in PROBLEMS:
-        (folder / name).write_text(shrunk(name))
+    (folder / PROBLEMS[0]).write_text(shrunk(PROBLEMS[0]))
     user_db, report_path = tmp_path / "user.sqlite3", tmp_path / "level1.json"
 
     first = run(user_db, folder, report_path)
     assert not user_db.exists()  # everything went to the temporary database
     report = json.loads(report_path.read_text())
+    relu = report["problems"]["19_ReLU.py"]["search"]
+    assert relu["status"] == "completed" and relu["candidates"] == 2
+    assert relu["best_ms"] > 0 and relu["speedup_vs_eager"] > 0 and relu["speedup_vs_compile"] > 0
+    assert "done 1 of 1; 0 left" in first.stdout
+
+    (folder / PROBLEMS[1]).write_text(shrunk(PROBLEMS[1]))
+    second = run(user_db, folder, report_path)
+    assert "1 problems this run" in second.stderr and "(1 done before)" in second.stderr
+    report = json.loads(report_path.read_text())
     assert report["suite"] == "KernelBench level 1" and report["problems_in_suite"] == 2
     assert set(report["problems"]) == set(PROBLEMS)
+    assert report["problems"]["19_ReLU.py"]["search"] == relu  # not run again
     for name, row in report["problems"].items():
         assert (row["level"], row["number"]) == (1, int(name.split("_")[0]))
         assert row["validation"]["status"] == "ok", row
@@ -50,28 +61,21 @@ def test_a_cpu_run_reports_each_problem_and_a_second_run_resumes(tmp_path):
         assert row["do_bench"]["status"] == "skipped"  # triton's do_bench is CUDA only
         assert row["h100_ms"]["eager"] > 0  # KernelBench's published baseline beside it
         assert row["done"] is True
-    relu = report["problems"]["19_ReLU.py"]["search"]
-    assert relu["status"] == "completed" and relu["candidates"] == 2
-    assert relu["best_ms"] > 0 and relu["speedup_vs_eager"] > 0 and relu["speedup_vs_compile"] > 0
     # The playbook cannot read LeakyReLU's negative_slope: the engine pauses that search with the reason.
     leaky = report["problems"]["20_LeakyReLU.py"]["search"]
     assert leaky["status"] == "paused" and "negative_slope" in leaky["stop_reason"]
     assert not leaky["cut_by_deadline"] and leaky["best_ms"] is None
 
-    # fast_p as the sweep suite's page computes it: ReLU's kernel correct (slower than eager), LeakyReLU none.
+    # fast_p as the sweep suite's page computes it, over both runs' databases: ReLU's kernel correct
+    # (slower than eager), LeakyReLU none.
     [score] = report["sweep"]["scores"]
-    assert score["problems"] == 2
+    assert score["problems"] == 2 and [r["file"] for r in score["rows"]] == list(PROBLEMS)
+    assert score["counts"]["correct"] == 1 and score["counts"]["none"] == 1
     for baseline in ("eager", "compile"):
         assert score["fast_p"][baseline]["fast_0"]["count"] == 1
         speedup = relu[f"speedup_vs_{baseline}"]
         assert score["fast_p"][baseline]["fast_1"]["count"] == (1 if speedup > 1 else 0)
         assert score["geomean"][baseline] == pytest.approx(speedup)
     assert report["summary"]["done"] == 2 and report["summary"]["playbook_searches"] == 2
-    assert "done 2 of 2; 0 left" in first.stdout
-
-    second = run(user_db, folder, report_path)
-    again = json.loads(report_path.read_text())
-    assert "0 problems this run" in second.stderr
-    assert len(again["calls"]) == 2 and again["calls"][1]["planned"] == []
-    assert again["problems"] == report["problems"]
+    assert len(report["calls"]) == 2 and report["calls"][1]["planned"] == ["20_LeakyReLU.py"]
     assert "done 2 of 2; 0 left" in second.stdout
