@@ -5,7 +5,8 @@
 # covers every call; DB may name an earlier run's SQLite file to continue in it); writes under $OUT:
 # level1-h200.json (commit it back), level1.sqlite3 (the database), level1.txt/.err, gpu.txt.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_level1.sh
-#   LIMIT (25), MAX_SECONDS (240), CANDIDATES (3), JOBS_IN_FLIGHT, POOL_SIZE, DB (a .sqlite3 to continue).
+#   LIMIT (25), MAX_SECONDS (240), CANDIDATES (3), JOBS_IN_FLIGHT (the batch size too), POOL_SIZE,
+#   MEMORY_GB (what a batch may plan for; default 60% of the device), DB (a .sqlite3 to continue).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-level1}
@@ -23,6 +24,7 @@ max=${MAX_SECONDS:-240}
 knobs=(--database "sqlite:///$db" --limit "${LIMIT:-25}" --candidates "${CANDIDATES:-3}" --max-seconds "$max")
 [ -n "${JOBS_IN_FLIGHT:-}" ] && knobs+=(--jobs-in-flight "$JOBS_IN_FLIGHT")
 [ -n "${POOL_SIZE:-}" ] && knobs+=(--pool-size "$POOL_SIZE")
+[ -n "${MEMORY_GB:-}" ] && knobs+=(--memory-gb "$MEMORY_GB")
 status=0
 # The outer timeout is a backstop: --max-seconds cuts the waits itself; the report is saved per batch.
 timeout $((max + 60)) "$PY" manage.py bench_suite --device cuda --json "$report" "${knobs[@]}" \

@@ -23,6 +23,7 @@ import runner
 from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild
 from searches.models import Device, EvaluationJob, Problem, Search, Suite
+from searches.problem_memory import input_bytes
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernelbench"
 SWEEP_SUFFIX = " (playbook sweep)"
@@ -31,6 +32,12 @@ PENDING_JOBS = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 DO_BENCH_TARGET = 0.03  # the eager baseline within 3% of do_bench, measured alone
 # what the report keeps of each problem's sweep row (selectors.suite_scores_export)
 SWEEP_ROW = ("number", "file", "outcome", "speedup_vs_eager", "speedup_vs_compile")
+# A problem in flight holds its tensors several times over: the validation's copy, the truths'
+# sandbox's and the candidate's (inputs, outputs, float64 truths), torch.compile's buffers. On the
+# H200, 6 GiB inputs meant 12-30 GiB per process; 8x keeps a batch's sum under the device's memory.
+MEMORY_FACTOR = 8
+# The share of the device's memory a batch may plan for (other work, CUDA contexts, fragmentation).
+MEMORY_SHARE = 0.6
 
 # Static guesses, only to order the work (families the playbook knows first); the family a
 # search uses is the one validation reports from the traced forward.
@@ -126,16 +133,16 @@ class Bench:
             m.guess = guesses[m.pk]
         return ordered[:limit] if limit else ordered
 
-    def run(self, members: list, batch: int, worker: EvaluatorChild) -> None:
+    def run(self, members: list, batch: int, worker: EvaluatorChild, memory_budget: int | None = None) -> None:
         self.worker = worker
         longest = 0.0
-        for start in range(0, len(members), batch):
+        for group in batches(members, batch, memory_budget):
             # No batch that would likely be cut by the deadline: it would be done again next run.
             if self.left() <= 0 or self.left() < 0.8 * longest:
                 self.say(f"{self.left():.0f} s left, a batch took {longest:.0f} s: the rest stays for the next run")
                 return
             began = time.monotonic()
-            self.batch(members[start:start + batch])
+            self.batch(group)
             longest = max(longest, time.monotonic() - began)
 
     def batch(self, members: list) -> None:
@@ -277,6 +284,32 @@ class Bench:
                         "rows": sorted(by_file.values(), key=lambda r: r["number"] or 0)}
                        for device, by_file in sorted(rows.items())],
         }
+
+
+def memory_need(problem: Problem) -> int | None:
+    """Device bytes a problem takes while its batch runs, estimated: MEMORY_FACTOR times its tensors
+    (validation's measure, else the inputs read from the source); None when neither is known."""
+    known = problem.min_bytes or input_bytes(problem.source)
+    return int(MEMORY_FACTOR * known) if known else None
+
+
+def batches(members: list, most: int, budget: int | None) -> list[list]:
+    """The members in order, in batches of at most `most` whose memory needs fit `budget` together
+    (no budget: `most` at a time). A problem of unknown need, or one past the budget, goes alone."""
+    out, current, used = [], [], 0
+    for member in members:
+        need = memory_need(member.problem) if budget else 0
+        alone = bool(budget) and (need is None or need > budget)
+        full = len(current) == most or (bool(budget) and used + (need or 0) > budget)
+        if current and (alone or full):
+            out.append(current)
+            current, used = [], 0
+        current.append(member)
+        used += need or 0
+        if alone:
+            out.append(current)
+            current, used = [], 0
+    return out + ([current] if current else [])
 
 
 def _file(member) -> str:

@@ -6,7 +6,9 @@ On a temporary SQLite file by default (or `--database URL`, migrated first), as 
 the level's files are imported into a suite, then up to --limit problems not yet done in the JSON
 (those whose family the playbook knows first) are validated by a child `manage.py evaluator`,
 re-timed with triton's do_bench in a sandbox, and searched with the playbook; the JSON is
-rewritten after each batch, so a run stopped by --max-seconds loses at most its last batch.
+rewritten after each batch, so a run stopped by --max-seconds loses at most its last batch. A batch
+holds at most --batch problems (default: the worker's jobs in flight) whose estimated device memory
+fits --memory-gb together (suite_bench.batches), so large problems do not run each other out of memory.
 """
 
 import sys
@@ -17,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from runner import devicefacts
 from searches import services, suite_bench
 from searches.management.benchmarks import bench_worker, rerun_on_database
 from searches.models import Device
@@ -39,6 +42,9 @@ class Command(BaseCommand):
                             help="each playbook search's candidate budget (default 4)")
         parser.add_argument("--batch", type=int, default=0,
                             help="problems validated together (default: the worker's jobs in flight)")
+        parser.add_argument("--memory-gb", type=float, default=None,
+                            help="device memory a batch may plan for (default: on cuda 60%% of the device's, "
+                                 "on cpu no limit; 0: no limit)")
         parser.add_argument("--max-seconds", type=float, default=3600.0,
                             help="start no batch after this long; pause what still runs (default 3600)")
         parser.add_argument("--jobs-in-flight", type=int, default=None, help="default RUNNER_JOBS_IN_FLIGHT")
@@ -76,9 +82,11 @@ class Command(BaseCommand):
         call["planned"] = [Path(m.file_name).name for m in todo]
         self.stderr.write(f"{len(todo)} problems this run, on {device} "
                           f"({sum(1 for r in report['problems'].values() if r.get('done'))} done before)")
+        budget = memory_budget(device, opts["memory_gb"])
+        call["memory_budget_gb"] = round(budget / 2**30, 1) if budget else None
         if todo:
             with worker:
-                bench.run(todo, opts["batch"] or jobs_in_flight, worker)
+                bench.run(todo, opts["batch"] or jobs_in_flight, worker, memory_budget=budget)
         call["finished_at"] = timezone.now().isoformat()
         call["wall_s"] = round(time.monotonic() - began, 1)
         report["summary"] = suite_bench.summary(report)
@@ -90,8 +98,18 @@ class Command(BaseCommand):
 
     def _in_child(self, opts) -> int:
         arguments = []
-        for name in ("problems", "suite", "json", "device", "limit", "candidates", "batch", "max_seconds",
-                     "jobs_in_flight", "pool_size"):
+        for name in ("problems", "suite", "json", "device", "limit", "candidates", "batch", "memory_gb",
+                     "max_seconds", "jobs_in_flight", "pool_size"):
             if opts[name] is not None:
                 arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
         return rerun_on_database("bench_suite", arguments, opts["device"], opts["database"])
+
+
+def memory_budget(device: str, memory_gb: float | None) -> int | None:
+    """Bytes a batch of problems may plan for (suite_bench.batches), or None for no limit."""
+    if memory_gb is not None:
+        return int(memory_gb * 2**30) or None
+    if device != Device.CUDA:
+        return None
+    total = devicefacts.read(device).get("memory_bytes")  # read in a child: no CUDA in this process
+    return int(total * suite_bench.MEMORY_SHARE) if total else None
