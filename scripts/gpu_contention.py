@@ -44,7 +44,8 @@ for n in itertools.count():
     load_inline(f"busy_{sys.argv[1]}_{n}", cpp_sources="torch::Tensor twice(torch::Tensor x);",
                 cuda_sources="#include <torch/extension.h>\n"
                              f"__global__ void k{n}(float* x) {{ x[threadIdx.x] *= 2.0f; }}\n"
-                             f"torch::Tensor twice(torch::Tensor x) {{ k{n}<<<1, 32>>>(x.data_ptr<float>()); return x; }}\n",
+                             "torch::Tensor twice(torch::Tensor x) "
+                             f"{{ k{n}<<<1, 32>>>(x.data_ptr<float>()); return x; }}\n",
                 functions=["twice"], build_directory=tempfile.mkdtemp(), verbose=False)
 """
 

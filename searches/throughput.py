@@ -2,8 +2,8 @@
 same path as a search from the dashboard (search_start, the engine's loop, an evaluator child
 taking EvaluationJobs), and where each candidate's time goes (from the stored BenchmarkRuns).
 
-Two workloads: playbook searches (their candidates, on cuda NVRTC kernels; one or several at once) and N distinct
-`load_inline` kernels submitted to one search as a user would (kernel_submit).
+Two workloads: playbook searches (their candidates, on cuda NVRTC kernels; one or several at
+once) and N distinct `load_inline` kernels submitted to one search as a user would (kernel_submit).
 """
 
 import statistics

@@ -84,8 +84,9 @@ class Command(BaseCommand):
             Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     def _in_child(self, opts) -> int:
-        arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]), "--searches", str(opts["searches"]),
-                     "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
+        arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]),
+                     "--searches", str(opts["searches"]), "--load-inline", str(opts["load_inline"]),
+                     "--max-seconds", str(opts["max_seconds"])]
         if opts["no_cached_pass"]:
             arguments.append("--no-cached-pass")
         for name in ("problem", "jobs_in_flight", "pool_size", "json"):
