@@ -73,6 +73,10 @@ def main() -> None:
         from . import truths
 
         result = truths.run(job, channel, exchange_fd)
+    elif job.get("job") == "validate":
+        from . import validation
+
+        result = validation.run(job, channel, environment)
     else:
         result = jobs.run(job, channel, environment, exchange_fd)
     channel.send("verdict", result=result)

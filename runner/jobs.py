@@ -1,5 +1,5 @@
-"""The jobs a sandbox runs: validate a problem (with baselines), evaluate one candidate, or
-check the GPU's health. Runs only inside a sandbox process.
+"""The jobs a sandbox runs: evaluate one candidate, check the GPU's health, time a problem with
+do_bench (validation is validation.py's, the truths truths.py's). Runs only inside a sandbox process.
 
 The result dicts here are raw measurements; the parent (api.py) adds the quarantine
 decision, speedups and everything else it can compute without trusting the sandbox more
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import compile as compiling
-from . import facts, findings, machine, sampling, watchdog
+from . import findings, machine, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
 from . import timing, verify
@@ -61,8 +61,6 @@ def warm_up(device: str) -> dict:
 
 def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
     kind = job.get("job")
-    if kind == "validate":
-        return run_validate(job, channel, env)
     if kind == "evaluate":
         return run_evaluate(job, channel, exchange_fd)
     if kind == "health":
@@ -106,93 +104,18 @@ def run_do_bench(job: dict) -> dict:
 
 # --- validate ---------------------------------------------------------------------------
 
-def run_validate(job: dict, channel, env: dict) -> dict:
-    device, seed = job["device"], job["seed"]
-    try:
-        module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
-        problems.check_problem_module(module)
-        init = list(module.get_init_inputs())
-        model = problems.build_model(module.Model, init, seed, device)
-        inputs = problems.make_inputs(module, "get_inputs", seed, device)
-        with torch.no_grad():
-            outputs = problems.as_outputs(model(*inputs))
-        # One traced forward gives both: the FLOPs the output needs and the family with conv
-        # dimensionality (aten op names alone cannot tell a Conv3d from a Conv2d).
-        known = facts.flop_facts(model, inputs)
-        flops, family, upper = known["flops"], known["family"], known["flops_upper_bound"]
-        params = list(model.parameters()) + list(model.buffers())
-        min_bytes = problems.tensor_bytes(inputs) + problems.tensor_bytes(outputs) + problems.tensor_bytes(params)
-        described = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")} for o in outputs]
-    except problems.ProblemError as exc:
-        return {"status": "invalid", "reason": str(exc)}
-    except Exception as exc:
-        return failed_problem(exc, "the problem failed to run")
-    # torch.compile's own compile (seconds of CPU, then one forward) comes before the device wait,
-    # like the forward above: validations queued for the device compile meanwhile, not in turn.
-    try:
-        compiled = compile_model(model, inputs) if job.get("compile_baseline", True) else (None, None)
-    except Exception as exc:  # out of device memory (others' memory, likely): retried by the parent
-        return failed_problem(exc, "compiling the problem failed")
-    del inputs, outputs
-    # Baselines are timed as candidates are: holding the device, so no other candidate or
-    # baseline of this host runs there meanwhile.
-    phases, mark = {}, time.monotonic()
-    channel.request_device()
-    phases["device_wait_s"], began = time.monotonic() - mark, time.monotonic()
-    try:
-        baseline = time_baselines(module, model, device, seed, channel, compiled=compiled)
-    except Exception as exc:
-        return failed_problem(exc, "timing the problem failed")
-    ended = time.monotonic()
-    phases.update(timing_s=ended - began, timing_window=[began, ended])
-    return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
-            "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env,
-            "phases": phases}
-
-
 def failed_problem(exc: Exception, what: str) -> dict:
     """An out-of-memory is `oom`, not `invalid`: on a shared GPU it is often another process's
     memory, and the parent retries it rather than condemning the problem."""
     text = f"{what}: {type(exc).__name__}: {compiling.first_line(str(exc))}"
-    status = "oom" if _out_of_memory(exc) else "invalid"
+    status = "oom" if out_of_memory(exc) else "invalid"
     return {"status": status, "reason": text, "log": compiling.short_traceback(exc)}
 
 
-def _out_of_memory(exc: BaseException) -> bool:
+def out_of_memory(exc: BaseException) -> bool:
     lowered = str(exc).lower()
     return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" \
         or "out of memory" in lowered or "can't allocate memory" in lowered
-
-
-def compile_model(model, inputs) -> tuple:
-    """(torch.compile's model, "default") compiled by one forward on `inputs`, or (None, "failed: why");
-    out of memory is raised."""
-    try:
-        compiled = torch.compile(model, mode="default")
-        with torch.no_grad():
-            compiled(*inputs)
-        return compiled, "default"
-    except Exception as exc:
-        if _out_of_memory(exc):
-            raise
-        return None, f"failed: {compiling.first_line(str(exc), 200)}"
-
-
-def time_baselines(module, model, device: str, seed: int, channel, *, compiled: tuple = (None, None)) -> dict:
-    """Eager and torch.compile (`compiled`: compile_model's pair, or none) timed like candidates,
-    with PyTorch's default TF32 settings."""
-    sets, _ = input_sets(module, device, seed)
-    compiled_model, mode = compiled
-    with torch.no_grad():
-        eager = timing.summarize(measure(channel, "eager", device, model, sets)["samples_ms"])["median_ms"]
-        compiled_ms = None
-        if compiled_model is not None:
-            try:
-                compiled_ms = timing.summarize(measure(channel, "compile", device, compiled_model, sets)["samples_ms"])[
-                    "median_ms"]
-            except Exception as exc:
-                mode = f"failed: {compiling.first_line(str(exc), 200)}"
-    return {"eager_ms": eager, "compile_ms": compiled_ms, "compile_mode": mode}
 
 
 def _timer(device: str):
@@ -503,7 +426,7 @@ def _classify(exc: BaseException, *, during: str) -> Verdict:
         return exc
     if isinstance(exc, verify.Rejected):
         return Verdict("rejected", text)
-    if _out_of_memory(exc):
+    if out_of_memory(exc):
         return Verdict("oom", f"out of memory while {during}: {compiling.first_line(text, 200)}")
     # judging: Triton compiles on the first launch, in forward; its errors are compile errors all the same
     if (during == "building the kernel" or compiling.is_lazy_compile_error(exc)) and compiling.is_compile_error(exc):
