@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
-    bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 8 on cuda, 1 on cpu)")
+    bench.add_argument("--pool", type=int, default=None, help="warm sandboxes (default: 16 on cuda, 1 on cpu)")
     bench.add_argument("--candidates", type=int, default=None, help="candidates for the throughput run")
     bench.add_argument("--repeats", type=int, default=1, help="repeatability measurements in a row (default 1)")
     bench.add_argument("--no-throughput", action="store_true", help="skip the throughput part")
