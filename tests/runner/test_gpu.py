@@ -123,8 +123,8 @@ def test_an_oom_within_the_candidates_share_is_run_again_then_not_judged(cuda_po
     from runner.errors import DeviceBusy
 
     forged = sources.CUPY_SOFTMAX_KERNEL.replace(
-        "        x = x.contiguous()\n", f"        raise torch.OutOfMemoryError({OTHERS_OOM!r})\n", 1)
-    assert "OutOfMemoryError" in forged
+        "        x = x.contiguous()\n", f"        raise RuntimeError({OTHERS_OOM!r})\n", 1)
+    assert "RuntimeError" in forged
     with pytest.raises(DeviceBusy, match="within its own share"):
         cuda_pool.evaluate(SOFTMAX, forged, seed=12)
     honest = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=13)
@@ -134,6 +134,6 @@ def test_an_oom_within_the_candidates_share_is_run_again_then_not_judged(cuda_po
 def test_an_oom_past_the_candidates_share_stays_its_own(cuda_pool):
     greedy = OTHERS_OOM.replace("Tried to allocate 1.00 GiB", "Tried to allocate 900.00 GiB")
     forged = sources.CUPY_SOFTMAX_KERNEL.replace(
-        "        x = x.contiguous()\n", f"        raise torch.OutOfMemoryError({greedy!r})\n", 1)
+        "        x = x.contiguous()\n", f"        raise RuntimeError({greedy!r})\n", 1)
     result = cuda_pool.evaluate(SOFTMAX, forged, seed=14)
     assert result["status"] == "oom", result
