@@ -1,9 +1,18 @@
-"""Whose fault an out-of-memory failure is (runner/gpumem.py): the parse of PyTorch's message."""
+"""Whose fault an out-of-memory failure is (runner/gpumem.py): the parse of PyTorch's message, and what
+an evaluation does with it (runner/evaluation.py)."""
 
-from runner import gpumem
+import pytest
+
+import runner
+from runner import evaluation, gpumem
+from runner.errors import DeviceBusy
+
+from . import sources
 
 # From a KernelBench level-1 run on the H200 (2026-12-02): an honest starting kernel for
 # 23_Softmax failed while four searches of 6-12 GB problems ran on the device.
+FULL = ("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 3.04 GiB "
+        "is free. Including non-PyTorch memory, this process has 12.51 GiB memory in use.")
 H200_MESSAGE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity "
                 "of 139.80 GiB of which 3.04 GiB is free. Including non-PyTorch memory, this process has 12.51 GiB "
                 "memory in use. Of the allocated memory 12.00 GiB is allocated by PyTorch, and 0 bytes is reserved "
@@ -28,3 +37,33 @@ def test_room_on_the_device_or_another_wording_stays_the_candidates():
     assert gpumem.others_fault("CUDA error: out of memory", cap=115016) is None
     assert gpumem.others_fault("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 6,442,450,944 bytes",
                                cap=115016) is None
+
+
+@pytest.mark.slow
+def test_the_evaluation_runs_again_then_hands_the_device_back(runner_settings, monkeypatch):
+    """The retry path of runner/evaluation.py on real CPU sandboxes: they are given a GPU memory cap
+    as CUDA ones have (without NVML nothing is polled), and the candidate raises PyTorch's message
+    for a full device. Three runs, then DeviceBusy; past its share it is the kernel's own `oom`.
+    The same on a GPU: tests/runner/test_gpu.py."""
+    from runner import sandbox as sandboxes
+
+    made = sandboxes.Sandbox.__init__
+
+    def with_a_cap(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.gpu_cap_mb = 115016
+
+    monkeypatch.setattr(sandboxes.Sandbox, "__init__", with_a_cap)
+    monkeypatch.setattr(evaluation, "OOM_PAUSE_S", 0.1)
+    runs = []
+    judge = evaluation._judge
+    monkeypatch.setattr(evaluation, "_judge", lambda *a, **k: runs.append(1) or judge(*a, **k))
+    full = sources.SILU_KERNEL.replace("        x = x.contiguous()\n", f"        raise RuntimeError({FULL!r})\n", 1)
+    with runner.Pool(device="cpu", size=2) as pool:
+        with pytest.raises(DeviceBusy, match="3 times within its own share"):
+            pool.evaluate(sources.SILU_PROBLEM, full, seed=1)
+        assert len(runs) == 3
+        greedy = full.replace("Tried to allocate 6.00 GiB", "Tried to allocate 200.00 GiB")
+        assert pool.evaluate(sources.SILU_PROBLEM, greedy, seed=2)["status"] == "oom"
+        assert len(runs) == 4
+        assert pool.evaluate(sources.SILU_PROBLEM, sources.SILU_KERNEL, seed=3)["status"] == "correct"
