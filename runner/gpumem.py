@@ -12,6 +12,8 @@ import os
 import re
 import threading
 
+from . import procs
+
 POLL_S = 0.2
 _UNITS = {"B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
 _SIZE = r"([\d.]+) (B|KiB|MiB|GiB|TiB)"
@@ -54,17 +56,6 @@ def _handles(nvml) -> list:
     return [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
 
 
-def _uid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def used_mb(uid: int) -> int:
     """Device memory held by the processes of `uid`, all devices together."""
     nvml = _library()
@@ -77,7 +68,7 @@ def used_mb(uid: int) -> int:
         except Exception:
             continue
         for process in processes:
-            if process.usedGpuMemory and _uid(process.pid) == uid:
+            if process.usedGpuMemory and procs.uid_of(process.pid) == uid:
                 total += process.usedGpuMemory
     return total // (1024 * 1024)
 

@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import seccomp
+from . import procs, seccomp
 from .errors import RunnerError
 
 RUNNER_PACKAGE = Path(__file__).resolve().parent
@@ -97,8 +97,8 @@ class Slot:
             except OSError:
                 handle.close()
                 continue
-            if processes_of(uid):  # left by a worker that died before its slots were free
-                _release_when_gone(uid, handle, wait=False)
+            if procs.of_uid(uid):  # left by a worker that died before its slots were free
+                _release_when_gone(uid, handle)
                 continue
             self.uid, self._handle = uid, handle
             return
@@ -112,38 +112,21 @@ class Slot:
         handle, self._handle = self._handle, None
         if handle is None:
             return
-        if processes_of(self.uid):
-            _release_when_gone(self.uid, handle, wait=False)
+        if procs.of_uid(self.uid):
+            _release_when_gone(self.uid, handle)
         else:
             _unlock(handle)
 
 
-def processes_of(uid: int) -> list[int]:
-    """Host pids whose real uid is `uid` (a slot's uid is nobody else's, so these are its sandbox's)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status") as status:
-                for line in status:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry.name))
-                        break
-        except (OSError, ValueError):
-            continue
-    return found
+def _release_when_gone(uid: int, handle) -> None:
+    """In a thread of its own: kill what still runs as `uid` (whatever outlived the sandbox's own
+    kill: a new session, no cgroup), then unlock the slot once it is gone."""
+    threading.Thread(target=_kill_then_unlock, args=(uid, handle), daemon=True, name=f"slot-{uid}").start()
 
 
-def _release_when_gone(uid: int, handle, *, wait: bool = True) -> None:
-    """Kill what still runs as `uid` (whatever outlived the sandbox's own kill: a new session,
-    no cgroup), then unlock the slot once it is gone; without `wait`, in a thread of its own."""
-    if not wait:
-        threading.Thread(target=_release_when_gone, args=(uid, handle), daemon=True, name=f"slot-{uid}").start()
-        return
+def _kill_then_unlock(uid: int, handle) -> None:
     pause = 0.05
-    while left := processes_of(uid):
+    while left := procs.of_uid(uid):
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -102,7 +102,7 @@ def run_do_bench(job: dict) -> dict:
     return {"status": "ok", "do_bench_ms": theirs, "runner_ms": ours}
 
 
-# --- validate ---------------------------------------------------------------------------
+# --- a problem's failures (validation.py, truths.py) ------------------------------------
 
 def failed_problem(exc: Exception, what: str) -> dict:
     """An out-of-memory is `oom`, not `invalid`: on a shared GPU it is often another process's

@@ -15,6 +15,27 @@ def parent_pid(pid: int | str) -> int | None:
         return None
 
 
+def uid_of(pid: int | str) -> int | None:
+    """The real uid of `pid`, from /proc/<pid>/status; None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def of_uid(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid`, from a scan of /proc."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and uid_of(name) == uid]
+
+
 def descendants(pid: int) -> list[int]:
     """`pid` and every process below it, from a scan of /proc (where no cgroup lists them)."""
     children: dict[int, list[int]] = {}

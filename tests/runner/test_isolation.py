@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runner import isolation
+from runner import isolation, procs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a slot's uid is dropped to from root: needs root")
 
@@ -48,7 +48,7 @@ def test_a_slot_stays_taken_until_its_last_process_is_gone(slot_base):
     # so once killed it lingers as a zombie that still runs as the uid
     leftover = subprocess.Popen(["sleep", "60"], user=uid, group=uid, start_new_session=True)
     try:
-        assert isolation.processes_of(uid) == [leftover.pid]
+        assert procs.of_uid(uid) == [leftover.pid]
         slot.release()
         assert _eventually(lambda: _state(leftover.pid) == "Z"), "the release kills what still runs as the uid"
         assert not _takes(uid), "a uid with a process left is not handed out"
