@@ -315,6 +315,8 @@ class Sandbox:
                     continue
                 if message.get("kind") == "beat":
                     calls.beat(message, time.monotonic())
+                    if overdue := calls.overdue(time.monotonic()):
+                        return self._stopped(began, overdue)
                 elif message.get("kind") == "batch" and not self.batches.done:
                     self._batch(message)
                 elif message.get("kind") == "timing":

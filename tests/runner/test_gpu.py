@@ -1,6 +1,8 @@
 """CUDA end to end (cupy kernels through NVRTC). Run on a GPU host:
 python3 -m pytest -p no:django -p no:playwright -p no:cacheprovider tests/runner -m gpu"""
 
+import time
+
 import pytest
 
 from runner import bench
@@ -45,9 +47,12 @@ def test_illegal_address_then_the_next_kernel_is_judged_right(cuda_pool):
     assert good["status"] == "correct", good["reason"]
 
 
-def test_spinning_kernel_times_out_then_the_next_kernel_is_judged_right(cuda_pool):
-    spin = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SPIN, seed=6, timeout=20)
+def test_spinning_kernel_is_stopped_on_its_first_call_then_the_next_kernel_is_judged_right(cuda_pool):
+    started = time.monotonic()  # the kernel spins from its first launch, inside forward's own synchronize
+    spin = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SPIN, seed=6, timeout=120)
     assert spin["status"] == "timeout"
+    assert "call 1 of forward waited" in spin["reason"], spin["reason"]
+    assert time.monotonic() - started < 30  # the watchdog's 5 s, not the run's 120 s
     good = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=6)
     assert good["status"] == "correct", good["reason"]
 

@@ -1,6 +1,8 @@
 """The per-call watchdog: from the third call on, a forward far past its limit is stopped
-at once and judged `timeout`; the next candidate is judged right. Real CPU sandboxes."""
+at once and judged `timeout`; the next candidate is judged right (real CPU sandboxes). A wait
+for the GPU counts from the first call (its sandbox side here; the GPU tests run it whole)."""
 
+import threading
 import time
 
 import pytest
@@ -65,3 +67,41 @@ def test_malformed_beats_are_ignored_and_no_limit_never_stops():
     unlimited = watchdog.CallLimit(None)
     unlimited.beat({"call": 3, "running_s": 99.0}, now=1.0)
     assert unlimited.overdue(1000.0) == ""
+
+
+class _Device:
+    """Stands in for torch.cuda: a synchronize that waits until released."""
+
+    def __init__(self):
+        self.released = threading.Event()
+
+    def synchronize(self):
+        self.released.wait(10)
+
+
+def test_a_wait_for_the_device_beats_from_the_first_call():
+    sent = []
+    beats = watchdog.Beats(lambda kind, **fields: sent.append(fields), every_s=0.05)
+    device = _Device()
+    beats.count_waits(device, "synchronize")
+    device.synchronize()  # before any call: not counted
+    assert sent == []
+    forward = beats.wrap(lambda: device.synchronize())
+    waiter = threading.Thread(target=forward)
+    waiter.start()
+    time.sleep(0.4)
+    device.released.set()
+    waiter.join()
+    beats.stop()
+    free = [m for m in sent if m.get("free")]
+    assert free and all(m["call"] == 1 for m in free)
+    assert max(m["running_s"] for m in free) >= 0.25
+    assert not any("done" in m for m in sent)  # no armed call to disarm
+
+
+def test_a_free_calls_wait_past_the_limit_stops_it_and_silence_does_not():
+    limit = watchdog.CallLimit(2.0)
+    limit.beat({"call": 1, "running_s": 1.5, "free": True}, now=10.0)
+    assert limit.overdue(500.0) == ""  # a free call's silence is compilation, not a spin
+    limit.beat({"call": 1, "running_s": 2.1, "free": True}, now=10.6)
+    assert "call 1 of forward waited 2.1 s for the GPU, past its limit of 2.0 s" in limit.overdue(10.6)
