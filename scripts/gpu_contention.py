@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Honest kernels stay correct and cheats stay caught on a busy host (issue 13's contention check),
-on a GPU host, through the runner (no Django):
+on a GPU host, through the runner (no Django), four evaluations in flight as the worker keeps them:
 
     python3 scripts/gpu_contention.py --load matmul|builds [--out FILE]
 
@@ -19,7 +19,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from runner import api, bench  # noqa: E402
 from tests.runner.corpus import cases, read  # noqa: E402
+
+IN_FLIGHT = 4
 
 MATMULS = """
 import torch
@@ -79,23 +83,30 @@ def main() -> int:
     report = {"load": args.load, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cases": []}
     try:
         time.sleep(10 if args.load == "builds" else 5)  # the load under way before anything is timed
-        with api.Pool(device="cuda", size=4) as pool:
+        with api.Pool(device="cuda", size=2 * IN_FLIGHT) as pool:
             problem = bench.problem_source("cuda")
             validation = pool.validate(problem, seed=0)
             report["validation"] = {k: validation.get(k) for k in ("status", "reason", "noisy", "baseline")}
             todo = [("bench kernel", "honest", ["correct"], False, problem, bench.kernel_source("cuda"), 180)]
             todo += [(c["id"], c["kind"], c["expected"], c["quarantined"], read(c["problem"]), read(c["kernel"]),
                       c.get("timeout", 180)) for c in cases(device="cuda")]
-            for name, kind, expected, quarantine, problem_source, kernel, timeout in todo:
+            done = threading.Lock()
+
+            def judge(case):
+                name, kind, expected, quarantine, problem_source, kernel, timeout = case
                 try:
                     result = pool.evaluate(problem_source, kernel, seed=1234, timeout=timeout)
                 except api.RunnerError as exc:
                     result = {"status": f"{type(exc).__name__}", "reason": str(exc)}
-                report["cases"].append(row(name, kind, expected, quarantine, result))
-                out.write_text(json.dumps(report, indent=1, default=str))  # kept if the call's limit cuts the run
-                line = report["cases"][-1]
-                print(f"{'ok  ' if line['ok'] else 'FAIL'} {name:<36} {line['status']:<14} "
-                      f"noisy={bool(line['noisy'])} {line['reason'][:100]}", flush=True)
+                line = row(name, kind, expected, quarantine, result)
+                with done:
+                    report["cases"].append(line)
+                    out.write_text(json.dumps(report, indent=1, default=str))  # kept if the call's limit cuts the run
+                    print(f"{'ok  ' if line['ok'] else 'FAIL'} {name:<36} {line['status']:<14} "
+                          f"noisy={bool(line['noisy'])} {line['reason'][:100]}", flush=True)
+
+            with ThreadPoolExecutor(max_workers=IN_FLIGHT) as executor:  # as the worker keeps jobs in flight
+                list(executor.map(judge, todo))
     finally:
         for process in load:
             process.kill()
