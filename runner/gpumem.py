@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 
 from . import procs
 
@@ -56,21 +57,22 @@ def _handles(nvml) -> list:
     return [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
 
 
-def used_mb(uid: int) -> int:
-    """Device memory held by the processes of `uid`, all devices together."""
+def usage_mb() -> dict[int, int]:
+    """Device memory held per uid, all devices together: one pass over NVML's process lists."""
     nvml = _library()
     if nvml is None:
-        return 0
-    total = 0
+        return {}
+    held: dict[int, int] = {}
     for handle in _handles(nvml):
         try:
             processes = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
         except Exception:
             continue
         for process in processes:
-            if process.usedGpuMemory and procs.uid_of(process.pid) == uid:
-                total += process.usedGpuMemory
-    return total // (1024 * 1024)
+            uid = procs.uid_of(process.pid) if process.usedGpuMemory else None
+            if uid is not None:
+                held[uid] = held.get(uid, 0) + process.usedGpuMemory
+    return {uid: used // (1024 * 1024) for uid, used in held.items()}
 
 
 def others_fault(text: str, cap: int) -> str | None:
@@ -92,22 +94,59 @@ def others_fault(text: str, cap: int) -> str | None:
 
 
 class Watch:
-    """Polls while a sandbox runs; calls `on_exceeded(used_mb)` once past the cap."""
+    """Watches one sandbox's uid while it runs; calls `on_exceeded(used_mb)` once past the cap."""
 
-    def __init__(self, uid: int, cap: int, on_exceeded):
+    def __init__(self, uid: int, cap: int, on_exceeded, poller: "Poller | None" = None):
         self.uid, self.cap, self.on_exceeded = uid, cap, on_exceeded
-        self.peak_mb = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._done = False
+        self._poller = poller or _POLLER
+        self._poller.add(self)
 
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_S):
-            used = used_mb(self.uid)
-            self.peak_mb = max(self.peak_mb, used)
-            if used > self.cap:
-                self.on_exceeded(used)
-                return
+    def seen(self, used: int) -> None:
+        if self._done:
+            return
+        if used > self.cap:
+            self.stop()
+            self.on_exceeded(used)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done = True
+        self._poller.discard(self)
+
+
+class Poller:
+    """One thread reads the usage for every watched sandbox, every POLL_S, while any is watched:
+    a reader per sandbox would walk NVML's whole process list once per sandbox, quadratic in the
+    pool's size and all in the evaluator's process, beside the sandbox that holds the device."""
+
+    def __init__(self, read=usage_mb, every_s: float = POLL_S):
+        self.read, self.every = read, every_s
+        self._watches: set[Watch] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: Watch) -> None:
+        with self._lock:
+            self._watches.add(watch)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="gpu-memory")
+                self._thread.start()
+
+    def discard(self, watch: Watch) -> None:
+        with self._lock:
+            self._watches.discard(watch)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.every)
+            with self._lock:
+                watches = list(self._watches)
+                if not watches:
+                    self._thread = None
+                    return
+            usage = self.read()
+            for watch in watches:
+                watch.seen(usage.get(watch.uid, 0))
+
+
+_POLLER = Poller()

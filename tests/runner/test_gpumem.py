@@ -1,6 +1,8 @@
 """Whose fault an out-of-memory failure is (runner/gpumem.py): the parse of PyTorch's message, and what
 an evaluation does with it (runner/evaluation.py)."""
 
+import time
+
 import pytest
 
 import runner
@@ -67,3 +69,32 @@ def test_the_evaluation_runs_again_then_hands_the_device_back(runner_settings, m
         assert pool.evaluate(sources.SILU_PROBLEM, greedy, seed=2)["status"] == "oom"
         assert len(runs) == 4
         assert pool.evaluate(sources.SILU_PROBLEM, sources.SILU_KERNEL, seed=3)["status"] == "correct"
+
+
+def test_one_reading_serves_every_watched_sandbox():
+    """The memory cap's poller reads the usage once per round for all watches (NVML itself runs
+    on the GPU tests: test_gpu.py's cap test), calls back once past the cap, and ends with the
+    last watch."""
+    readings, exceeded = [], []
+
+    def read():
+        readings.append(time.monotonic())
+        return {61000: 100 * len(readings), 61001: 10}
+
+    poller = gpumem.Poller(read, every_s=0.02)
+    growing = gpumem.Watch(61000, 250, exceeded.append, poller=poller)
+    steady = gpumem.Watch(61001, 250, exceeded.append, poller=poller)
+    idle = [gpumem.Watch(61002 + i, 250, exceeded.append, poller=poller) for i in range(30)]
+    deadline = time.monotonic() + 5
+    while not exceeded and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert exceeded == [300]  # the third reading, once
+    rounds = len(readings)
+    for watch in [steady, *idle]:
+        watch.stop()
+    time.sleep(0.1)
+    assert len(readings) <= rounds + 1 and exceeded == [300]  # no reading once nothing is watched
+    again = gpumem.Watch(61000, 10_000, exceeded.append, poller=poller)  # a new watch starts it again
+    time.sleep(0.1)
+    again.stop()
+    assert len(readings) > rounds + 1 and exceeded == [300]
