@@ -7,15 +7,21 @@ N = out channels, K = C * KH * KW, gathered on the fly."""
 import textwrap
 
 from .matmul import GEMM_CORE, gemm_variant
-from .reading import ReadError, argument, calls, submodule
+from .reading import ReadError, argument, calls, constructed, static_value, submodule
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
 
 def read_conv(shape) -> dict:
-    module = submodule(shape, {"Conv2d"})
-    if module is None:
+    found = constructed(shape, {"Conv2d"})
+    if found is None:
         raise ReadError("the playbook's conv kernels need an nn.Conv2d assigned in Model.__init__")
+    module, call = found
+    groups = argument(call, 6, "groups", "1")  # Conv2d(in, out, kernel, stride, padding, dilation, groups, ...)
+    value = static_value(shape, groups)
+    if isinstance(value, int) and value != 1:
+        raise ReadError(f"the playbook's conv kernels compute groups=1 convolutions; this nn.Conv2d has "
+                        f"groups={groups} = {value} (a grouped or depthwise convolution)")
     return {"input": shape.first_input, "conv": module, "pool": None}
 
 

@@ -2,6 +2,7 @@
 (shared by the C and CUDA kernels), so any composition of the supported functions works."""
 
 import ast
+import math
 import textwrap
 
 from .reading import ReadError
@@ -23,6 +24,7 @@ _FUNCTIONS = {
     "mish": ("(({a}) * tanhf(softplus_f({a}, 1.0f, 20.0f)))", ()),
     "selu": ("(1.0507009873554805f * elu_f({a}, 1.6732632423543772f))", ()),
 }
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _KEYWORDS = {"softplus": ("beta", "threshold"), "elu": ("alpha",), "leaky_relu": ("negative_slope",),
              "hardtanh": ("min_val", "max_val"), "clamp": ("min", "max"), "clip": ("min", "max")}
 
@@ -58,6 +60,9 @@ class _Translator:
             raise ReadError(f"unknown name {node.id!r} in the elementwise expression")
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return _literal(node.value)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
+                and node.attr in _MATH_CONSTANTS):  # e.g. GELU's tanh form: math.sqrt(2.0 / math.pi)
+            return _literal(_MATH_CONSTANTS[node.attr])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return f"({'-' if isinstance(node.op, ast.USub) else '+'}{self.expr(node.operand)})"
         if isinstance(node, ast.BinOp):
@@ -66,9 +71,7 @@ class _Translator:
             if type(node.op) in ops:
                 return f"({left} {ops[type(node.op)]} {right})"
             if isinstance(node.op, ast.Pow):
-                if isinstance(node.right, ast.Constant) and node.right.value == 2:
-                    return f"({left} * {left})"
-                return f"powf({left}, {right})"
+                return self.power(left, node.right)
         if isinstance(node, ast.Call):
             return self.call(node)
         raise ReadError(f"the playbook cannot translate {ast.unparse(node)!r} to C")
@@ -79,10 +82,12 @@ class _Translator:
         name = name.rstrip("_") if name.endswith("_") and name != "_" else name
         method = isinstance(func, ast.Attribute) and not self._is_namespace(func.value)
         args = ([func.value] if method else []) + list(node.args)
+        keywords = {item.arg: item.value for item in node.keywords}
+        if name == "pow" and args and (len(args) > 1 or "exponent" in keywords):
+            return self.power(self.expr(args[0]), args[1] if len(args) > 1 else keywords["exponent"])
         if name not in _FUNCTIONS or not args:
             raise ReadError(f"the playbook has no elementwise translation for {ast.unparse(node)!r}")
         a = self.expr(args[0])
-        keywords = {item.arg: item.value for item in node.keywords}
         if name == "gelu":
             approximate = keywords.get("approximate")
             if approximate is not None and getattr(approximate, "value", None) == "tanh":
@@ -100,24 +105,24 @@ class _Translator:
                 extra.append(self.expr(given))
         return template.format(a=a, **dict(zip("bc", extra)))
 
+    def power(self, base: str, exponent: ast.expr) -> str:
+        """Small integer powers as products (as exact as PyTorch's), others through powf."""
+        value = getattr(exponent, "value", None)
+        if isinstance(exponent, ast.Constant) and value in (2, 3) and not isinstance(value, bool):
+            return "(" + " * ".join([base] * int(value)) + ")"
+        return f"powf({base}, {self.expr(exponent)})"
+
     @staticmethod
     def _is_namespace(node) -> bool:
         while isinstance(node, ast.Attribute):
             node = node.value
-        return isinstance(node, ast.Name) and node.id in {"torch", "F", "nn", "functional"}
+        return isinstance(node, ast.Name) and node.id in {"torch", "F", "nn", "functional", "math"}
 
 
 def read(shape) -> dict:
     if len(shape.forward_args) != 1:
         raise ReadError("the playbook's elementwise kernels take exactly one tensor argument")
-    constants = {}
-    for line in shape.constants.splitlines():
-        try:
-            node = ast.parse(line).body[0]
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                constants[node.targets[0].id] = ast.literal_eval(node.value)
-        except (SyntaxError, ValueError, IndexError):
-            continue
+    constants = shape.constant_values()
     translator = _Translator(shape.first_input, {k: v for k, v in constants.items() if isinstance(v, (int, float))})
     lines = []
     for statement in shape.forward.body:

@@ -22,12 +22,55 @@ class ProblemShape:
     forward_args: list[str]  # forward's argument names after self
     forward: ast.FunctionDef = field(repr=False)
     init: ast.FunctionDef | None = field(repr=False, default=None)
+    init_inputs: ast.expr | None = field(repr=False, default=None)  # what get_init_inputs returns
 
     @property
     def first_input(self) -> str:
         if not self.forward_args:
             raise ReadError("Model.forward takes no tensor arguments")
         return self.forward_args[0]
+
+    def constant_values(self) -> dict:
+        """The module-level constants whose values are literals (sizes, dims, flags)."""
+        values = {}
+        for line in self.constants.splitlines():
+            try:
+                node = ast.parse(line).body[0]
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                    values[node.targets[0].id] = ast.literal_eval(node.value)
+            except (SyntaxError, ValueError, IndexError):
+                continue
+        return values
+
+    def init_value(self, name: str):
+        """The value Model.__init__'s parameter `name` gets when the problem is built, where the
+        source says it statically: get_init_inputs' list (literals or module constants), else the
+        parameter's default. None when it cannot be known without running the problem."""
+        if self.init is None:
+            return None
+        params = [arg.arg for arg in self.init.args.args[1:]]
+        if name not in params:
+            return None
+        index = params.index(name)
+        given = self.init_inputs.elts if isinstance(self.init_inputs, (ast.List, ast.Tuple)) else None
+        if given is None or any(isinstance(e, ast.Starred) for e in given):
+            return None
+        if index < len(given):
+            value = given[index]
+            if isinstance(value, ast.Name):
+                return self.constant_values().get(value.id)
+            try:
+                return ast.literal_eval(value)
+            except ValueError:
+                return None
+        defaults = self.init.args.defaults
+        first_default = len(self.init.args.args) - len(defaults)
+        if index + 1 >= first_default:
+            try:
+                return ast.literal_eval(defaults[index + 1 - first_default])
+            except ValueError:
+                return None
+        return None
 
 
 def read_problem(source: str) -> ProblemShape:
@@ -45,6 +88,9 @@ def read_problem(source: str) -> ProblemShape:
     if forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg:
         raise ReadError("Model.forward takes *args/**kwargs: the playbook needs named tensor arguments")
     init = methods.get("__init__")
+    factory = next((node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "get_init_inputs"),
+                   None)
+    returned = next((node.value for node in ast.walk(factory) if isinstance(node, ast.Return)), None) if factory else None
     return ProblemShape(
         constants=_constants(tree),
         init_args=ast.unparse(init.args) if init else "self",
@@ -52,6 +98,7 @@ def read_problem(source: str) -> ProblemShape:
         forward_args=[arg.arg for arg in forward.args.args[1:]],
         forward=forward,
         init=init,
+        init_inputs=returned,
     )
 
 
@@ -116,6 +163,12 @@ def argument(call: ast.Call, position: int, keyword: str, default: str | None = 
 
 def submodule(shape: ProblemShape, class_names: set[str]) -> str | None:
     """`self.ln` when Model.__init__ assigns one of class_names (e.g. nn.LayerNorm) to it."""
+    found = constructed(shape, class_names)
+    return found[0] if found else None
+
+
+def constructed(shape: ProblemShape, class_names: set[str]) -> tuple[str, ast.Call] | None:
+    """(`self.ln`, the constructor call) for the first of class_names Model.__init__ assigns."""
     if shape.init is None:
         return None
     for node in ast.walk(shape.init):
@@ -123,6 +176,19 @@ def submodule(shape: ProblemShape, class_names: set[str]) -> str | None:
                 and _name(node.value.func) in class_names and len(node.targets) == 1):
             target = node.targets[0]
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                return f"self.{target.attr}"
+                return f"self.{target.attr}", node.value
+    return None
+
+
+def static_value(shape: ProblemShape, text: str):
+    """The value of an argument's source text where the problem fixes it statically (a literal,
+    a module constant, or an __init__ parameter: ProblemShape.init_value); else None."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        pass
+    if text.isidentifier():
+        value = shape.init_value(text)
+        return value if value is not None else shape.constant_values().get(text)
     return None
 

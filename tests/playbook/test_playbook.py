@@ -3,12 +3,14 @@ compiler, real sandbox), its ideas follow what was tried, and it says plainly wh
 
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
 import playbook
 from proposers.base import IdeaProposal, KernelContext, ProblemContext, ProposerError, TriedIdea
 from proposers.playbook import FAMILY_NAMES, PlaybookProposer
+from playbook.reading import read_problem
 from runner import launches
 from runner.checks import check_source
 from searches import catalog
@@ -95,12 +97,14 @@ USER_PROBLEMS = {
             return []
     """,
     "elementwise": """
+        import math
         import torch
         import torch.nn as nn
         class Model(nn.Module):
             def forward(self, x):
                 y = torch.relu(x) * 2.0
-                return y + torch.sigmoid(x) - x.clamp(min=-0.5, max=0.5) ** 2
+                z = torch.tanh(math.sqrt(2.0 / math.pi) * torch.pow(x, 3.0)) + torch.pow(torch.abs(x), exponent=1.5)
+                return y + torch.sigmoid(x) - x.clamp(min=-0.5, max=0.5) ** 2 + z
         def get_inputs():
             return [torch.randn(3, 1001)]
         def get_init_inputs():
@@ -230,6 +234,36 @@ def test_an_op_the_playbook_cannot_translate_is_a_clear_error():
     """
     with pytest.raises(ProposerError, match="no elementwise translation for 'torch.special.i0"):
         PlaybookProposer().starting_kernel(context(source=source, family="elementwise"))
+
+
+KERNELBENCH = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench" / "level1"
+
+
+def test_a_depthwise_convolution_is_declined_before_any_kernel_runs():
+    depthwise = next(KERNELBENCH.glob("82_conv_depthwise_2D_*.py")).read_text()
+    with pytest.raises(ProposerError, match=r"groups=1 convolutions; this nn.Conv2d has groups=in_channels = 64"):
+        PlaybookProposer().starting_kernel(context(source=depthwise, family="conv2d", device="cuda"))
+    # groups=groups, whose default of 1 get_init_inputs leaves alone: a plain convolution
+    standard = next(KERNELBENCH.glob("55_conv_standard_2D_*.py")).read_text()
+    start, _ = PlaybookProposer().starting_kernel(context(source=standard, family="conv2d", device="cuda"))
+    assert "class ModelNew" in start.source
+
+
+def test_init_values_come_from_get_init_inputs_constants_and_defaults():
+    shape = read_problem(textwrap.dedent("""
+        import torch.nn as nn
+        C = 12
+        class Model(nn.Module):
+            def __init__(self, channels, kernel, scale=2.5, groups=1, mode=None):
+                super().__init__()
+            def forward(self, x):
+                return x
+        def get_init_inputs():
+            return [C, 3, 0.5]
+    """))
+    assert shape.init_value("channels") == 12 and shape.init_value("kernel") == 3
+    assert shape.init_value("scale") == 0.5 and shape.init_value("groups") == 1
+    assert shape.init_value("mode") is None and shape.init_value("missing") is None
 
 
 @pytest.fixture(scope="module")
