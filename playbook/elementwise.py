@@ -5,7 +5,7 @@ import ast
 import math
 import textwrap
 
-from .reading import ReadError
+from .reading import ReadError, static_value
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
@@ -58,6 +58,9 @@ class _Translator:
             if node.id in self.constants:
                 return _literal(self.constants[node.id])
             raise ReadError(f"unknown name {node.id!r} in the elementwise expression")
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+                and f"self.{node.attr}" in self.constants):  # e.g. self.alpha = alpha, fixed by get_init_inputs
+            return _literal(self.constants[f"self.{node.attr}"])
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return _literal(node.value)
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
@@ -122,7 +125,7 @@ class _Translator:
 def read(shape) -> dict:
     if len(shape.forward_args) != 1:
         raise ReadError("the playbook's elementwise kernels take exactly one tensor argument")
-    constants = shape.constant_values()
+    constants = {**shape.constant_values(), **_attributes(shape)}
     translator = _Translator(shape.first_input, {k: v for k, v in constants.items() if isinstance(v, (int, float))})
     lines = []
     for statement in shape.forward.body:
@@ -145,6 +148,20 @@ def read(shape) -> dict:
     else:
         raise ReadError("Model.forward has no return statement")
     return {"input": shape.first_input, "body": "\n    ".join(lines)}
+
+
+def _attributes(shape) -> dict:
+    """`self.name` -> its number, for Model.__init__'s plain `self.name = value` assignments whose
+    value the source fixes (playbook.reading.static_value): the kernel is built with it."""
+    found = {}
+    for statement in shape.init.body if shape.init else ():
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Attribute)
+                and isinstance(statement.targets[0].value, ast.Name) and statement.targets[0].value.id == "self"):
+            value = static_value(shape, ast.unparse(statement.value))
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                found[f"self.{statement.targets[0].attr}"] = value
+    return found
 
 
 def device_code(facts: dict) -> str:

@@ -101,14 +101,17 @@ USER_PROBLEMS = {
         import torch
         import torch.nn as nn
         class Model(nn.Module):
+            def __init__(self, alpha=1.0):
+                super().__init__()
+                self.alpha = alpha
             def forward(self, x):
-                y = torch.relu(x) * 2.0
+                y = torch.relu(x) * 2.0 + torch.nn.functional.elu(x, alpha=self.alpha)
                 z = torch.tanh(math.sqrt(2.0 / math.pi) * torch.pow(x, 3.0)) + torch.pow(torch.abs(x), exponent=1.5)
                 return y + torch.sigmoid(x) - x.clamp(min=-0.5, max=0.5) ** 2 + z
         def get_inputs():
             return [torch.randn(3, 1001)]
         def get_init_inputs():
-            return []
+            return [0.25]
     """,
     "reduction": """
         import torch
