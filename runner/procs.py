@@ -5,12 +5,22 @@ from __future__ import annotations
 import os
 
 
+def _read(path: str) -> bytes:
+    """A small /proc file in one read: the evaluator scans every process's files while a sandbox
+    holds the device (batchclock.readings on hosts without cgroups), so the buffered text file
+    objects' overhead counts."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 8192)
+    finally:
+        os.close(fd)
+
+
 def parent_pid(pid: int | str) -> int | None:
     """The parent of `pid`, from /proc/<pid>/stat (the name in parentheses may hold spaces or
     parentheses itself, so the fields are read after the last one); None if it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return int(stat.read().rsplit(")", 1)[1].split()[1])
+        return int(_read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -18,13 +28,10 @@ def parent_pid(pid: int | str) -> int | None:
 def uid_of(pid: int | str) -> int | None:
     """The real uid of `pid`, from /proc/<pid>/status; None if it is gone."""
     try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
+        status = _read(f"/proc/{pid}/status")
+        return int(status[status.index(b"\nUid:") + 5:].split()[0])
+    except (OSError, ValueError, IndexError):
         return None
-    return None
 
 
 def of_uid(uid: int) -> list[int]:
@@ -74,8 +81,7 @@ def sched_seconds(pids) -> tuple[float, float] | None:
     found = False
     for pid, tid in threads(pids):
         try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
-                fields = handle.read().split()
+            fields = _read(f"/proc/{pid}/task/{tid}/schedstat").split()
             ran, waited, found = ran + int(fields[0]), waited + int(fields[1]), True
         except (OSError, IndexError, ValueError):
             continue
