@@ -16,15 +16,30 @@ from searches.models import EvaluationJob
 from searches.services.jobs import job_fail
 
 
-def claim(worker_name: str, device: str) -> EvaluationJob | None:
+# A job builds for long on the host before it needs the device: a C++/CUDA extension of its kernel, or
+# a validation (torch.compile's baseline). The rest (NVRTC, cupy, Triton, plain C) ask for it at once.
+BUILD_MARKERS = ("load_inline", "cpp_extension")
+_BUILDS = Q(purpose=EvaluationJob.Purpose.VALIDATE) | Q(kernel__source__contains=BUILD_MARKERS[0]) | Q(
+    kernel__source__contains=BUILD_MARKERS[1])
+
+
+def builds(job: EvaluationJob) -> bool:
+    return EvaluationJob.objects.filter(_BUILDS, pk=job.pk).exists()
+
+
+def claim(worker_name: str, device: str, *, quick: bool = True) -> EvaluationJob | None:
     """Take the next runnable job for `device`: queued, or leased with an expired lease.
-    Returns None when there is none. Jobs out of attempts are failed on the way."""
+    Returns None when there is none. Jobs out of attempts are failed on the way.
+    `quick=False`: only a job that builds (the worker's quick jobs in flight are enough)."""
     now = timezone.now()
     runnable = Q(status=EvaluationJob.Status.QUEUED) | Q(
         status=EvaluationJob.Status.LEASED, lease_expires_at__lt=now
     )
     with transaction.atomic():
-        candidates = EvaluationJob.objects.select_for_update(skip_locked=True).filter(runnable, device=device)
+        candidates = EvaluationJob.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+            runnable, device=device)
+        if not quick:
+            candidates = candidates.filter(_BUILDS)
         for job in candidates.order_by("-priority", "id")[:20]:
             if job.attempts >= job.max_attempts:
                 job_fail(job=job, reason=f"gave up after {job.attempts} attempts: the evaluation kept killing its worker")

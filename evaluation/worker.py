@@ -72,14 +72,16 @@ def check_name_free(name: str) -> None:
 
 class EvaluationWorker:
     def __init__(self, *, name: str, device: str, pool_size: int = 1, poll_seconds: float = 0.5,
-                 rekick_seconds: float = REKICK_SECONDS, jobs_in_flight: int = 1):
+                 rekick_seconds: float = REKICK_SECONDS, jobs_in_flight: int = 1, quick_in_flight: int | None = None):
         self.name = name
         self.device = device
         self.pool_size = pool_size
         # Several jobs at once: the next candidates import and compile while one holds the device
-        # (the runner's device lock covers only correctness and timing).
+        # (the runner's device lock covers only correctness and timing). Of those, at most
+        # `quick_in_flight` build nothing long (leases.builds): they would only queue for the device.
         self.jobs_in_flight = max(1, int(jobs_in_flight))
-        self.peak_in_flight = 0
+        self.quick_in_flight = max(1, min(self.jobs_in_flight, int(quick_in_flight or self.jobs_in_flight)))
+        self.peak_in_flight = self.peak_quick = 0
         self.poll_seconds = poll_seconds
         self.rekick_seconds = rekick_seconds
         self.stopping = False
@@ -134,16 +136,23 @@ class EvaluationWorker:
         """Up to `jobs_in_flight` jobs, each on a thread of its own. On stop the jobs still running
         are handed back at once (their threads record nothing and die with the process)."""
         running: dict[threading.Thread, EvaluationJob] = {}
+        quick: set[threading.Thread] = set()
         while not self.stopping and not (should_stop is not None and should_stop()):
             self._heartbeat()
             self._maybe_rekick()
             running = {t: j for t, j in running.items() if t.is_alive()}
-            job = leases.claim(self.name, self.device) if len(running) < self.jobs_in_flight else None
+            quick = {t for t in quick if t in running}
+            job = None
+            if len(running) < self.jobs_in_flight:
+                job = leases.claim(self.name, self.device, quick=len(quick) < self.quick_in_flight)
             if job is not None:
                 thread = threading.Thread(target=self._job_thread, args=(pool, job), daemon=True,
                                           name=f"{self.name}-job-{job.id}")
                 running[thread] = job
+                if not leases.builds(job):
+                    quick.add(thread)
                 self.peak_in_flight = max(self.peak_in_flight, len(running))
+                self.peak_quick = max(self.peak_quick, len(quick))
                 thread.start()
                 continue
             if once and not running:

@@ -173,7 +173,8 @@ def table(report: dict) -> list[str]:
     s = report["settings"]
     lines = [
         f"problem {report['problem']} on {s['device']} ({s['device_name'] or 'device unknown'}), mode {s['mode']}, "
-        f"jobs in flight {s['jobs_in_flight']}, pool size {s['pool_size']}",
+        f"jobs in flight {s['jobs_in_flight']} ({s.get('quick_jobs_in_flight', s['jobs_in_flight'])} without a long "
+        f"build), pool size {s['pool_size']}",
         f"judged {report['candidates_judged']} ({_counts(report['by_purpose'])}) in {report['wall_s']:.1f} s: "
         f"{report['candidates_per_min']} candidates/min; jobs failed {report['jobs_failed']}",
         f"verdicts: {_counts(report['verdicts']) or 'none'}",

@@ -59,3 +59,17 @@ def test_an_error_counts_an_attempt_and_the_last_one_fails_the_job(job):
     leases.release(claimed, "a", error="runner broke", count_attempt=True)
     job.refresh_from_db()
     assert job.status == "failed" and job.kernel.status == "failed"
+
+
+def test_a_worker_with_enough_quick_jobs_takes_only_jobs_that_build(job):
+    problem = job.problem
+    extension = Kernel.objects.create(problem=problem, origin="user",
+                                      source="from torch.utils.cpp_extension import load_inline\n")
+    built = queue.enqueue_kernel(extension, purpose=EvaluationJob.Purpose.MANUAL)
+    validation = queue.enqueue_validation(problem, priority=0)
+    assert not leases.builds(job) and leases.builds(built) and leases.builds(validation)
+
+    assert leases.claim("a", "cpu", quick=False) == built  # the older quick job stays queued
+    assert leases.claim("a", "cpu", quick=False) == validation
+    assert leases.claim("a", "cpu", quick=False) is None
+    assert leases.claim("a", "cpu") == job

@@ -26,12 +26,16 @@ class Command(BaseCommand):
         parser.add_argument("--jobs-in-flight", type=int, default=None,
                             help="jobs run at once, building while one holds the device (default: "
                                  f"RUNNER_JOBS_IN_FLIGHT, now {settings.RUNNER_JOBS_IN_FLIGHT})")
+        parser.add_argument("--quick-jobs-in-flight", type=int, default=None,
+                            help="of those, jobs that build nothing long (no load_inline; not a validation) "
+                                 f"(default: RUNNER_QUICK_JOBS_IN_FLIGHT, now {settings.RUNNER_QUICK_JOBS_IN_FLIGHT})")
         parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks at an empty queue")
         parser.add_argument("--rekick-seconds", type=float, default=60.0,
                             help="how often to re-kick active searches whose orchestration went quiet, e.g. after "
                                  "a task worker was killed (default 60; 0: never)")
 
-    def handle(self, *args, device, once, name, pool_size, poll, rekick_seconds, jobs_in_flight=None, **options):
+    def handle(self, *args, device, once, name, pool_size, poll, rekick_seconds, jobs_in_flight=None,
+               quick_jobs_in_flight=None, **options):
         device = device or settings.RUNNER_DEVICE
         if device not in Device.values:
             raise CommandError(f"RUNNER_DEVICE={device!r} is not a device KernelLab knows: use cpu or cuda.")
@@ -41,10 +45,11 @@ class Command(BaseCommand):
         name = name.strip() or default_name(device)
         logging.getLogger("searches").setLevel(logging.INFO)
         in_flight = max(1, jobs_in_flight or settings.RUNNER_JOBS_IN_FLIGHT)
+        quick = min(in_flight, max(1, quick_jobs_in_flight or settings.RUNNER_QUICK_JOBS_IN_FLIGHT))
         worker = EvaluationWorker(name=name, device=device, pool_size=pool_size, poll_seconds=poll,
-                                  rekick_seconds=rekick_seconds, jobs_in_flight=in_flight)
+                                  rekick_seconds=rekick_seconds, jobs_in_flight=in_flight, quick_in_flight=quick)
         self.stderr.write(f"evaluator {name}: serving {device} jobs with {pool_size} warm sandbox(es), "
-                          f"{in_flight} in flight")
+                          f"{in_flight} in flight ({quick} without a long build)")
         try:
             done = worker.run(once=once)
         except NameInUse as error:

@@ -54,9 +54,11 @@ class Command(BaseCommand):
             self.stderr.write("note: the load_inline kernels are row softmaxes; other problems reject them")
         worker = bench_worker("bench_evaluator", "bench", device, opts["pool_size"], opts["jobs_in_flight"])
         pool_size, jobs_in_flight = worker.pool_size, worker.jobs_in_flight
+        quick = min(jobs_in_flight, settings.RUNNER_QUICK_JOBS_IN_FLIGHT)  # what the child evaluator reads too
         with worker:
             problem = validated(problem_for(problem_key, self.stderr.write), worker, self.stderr.write)
-            self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight}, pool size {pool_size}…")
+            self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight} ({quick} without a long build), "
+                              f"pool size {pool_size}…")
             windows = []
             if opts["load_inline"]:
                 sources = throughput.load_inline_sources(device=device, count=opts["load_inline"])
@@ -69,7 +71,8 @@ class Command(BaseCommand):
                                 throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
                                                       max_seconds=opts["max_seconds"], searches=opts["searches"])))
         reports = [throughput.measure(**window, settings={
-            "mode": mode, "device": device, "jobs_in_flight": jobs_in_flight, "pool_size": pool_size,
+            "mode": mode, "device": device, "jobs_in_flight": jobs_in_flight, "quick_jobs_in_flight": quick,
+            "pool_size": pool_size,
             "max_seconds": opts["max_seconds"], "requested": opts["load_inline"] or opts["candidates"]})
             for mode, window in windows]
         for report in reports:
