@@ -4,15 +4,22 @@ kernels, AlexNet's conv1; other shapes fall back to the output-channel-blocked d
 implicit GEMMs run on matmul.py's register-blocked core: M = batch * OH * OW output pixels,
 N = out channels, K = C * KH * KW, gathered on the fly."""
 
+import ast
 import textwrap
 
 from .matmul import GEMM_CORE, gemm_variant
-from .reading import ReadError, argument, calls, constructed, static_value, submodule
+from .reading import ReadError, argument, calls, constructed, require_whole, returned, static_value, submodule
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
 
 def read_conv(shape) -> dict:
+    facts = _conv_facts(shape)
+    require_whole(shape, f"{facts['conv']}({facts['input']})", "conv")
+    return facts
+
+
+def _conv_facts(shape) -> dict:
     found = constructed(shape, {"Conv2d"})
     if found is None:
         raise ReadError("the playbook's conv kernels need an nn.Conv2d assigned in Model.__init__")
@@ -26,7 +33,7 @@ def read_conv(shape) -> dict:
 
 
 def read_conv_pool(shape) -> dict:
-    facts = read_conv(shape)
+    facts = _conv_facts(shape)
     pool = submodule(shape, {"MaxPool2d"})
     if pool:
         facts["pool"] = (f"{pool}.kernel_size", f"{pool}.stride", f"{pool}.padding", f"{pool}.dilation",
@@ -41,7 +48,29 @@ def read_conv_pool(shape) -> dict:
                          argument(call, 4, "dilation", "1"), argument(call, 5, "ceil_mode", "False"))
     if not calls(shape.forward, {"relu", "relu_"}) and not submodule(shape, {"ReLU"}):
         raise ReadError("the playbook's conv + ReLU + max-pool kernels need a ReLU in Model")
+    _require_pool_of_relu_of_conv(shape, facts["conv"], pool, submodule(shape, {"ReLU"}))
     return facts
+
+
+def _require_pool_of_relu_of_conv(shape, conv: str, pool: str | None, relu: str | None) -> None:
+    """Forward must return exactly max-pool(ReLU(conv(x))), nothing around or between them (a
+    ResNet has all three, and much more)."""
+    result = returned(shape)
+
+    def applied(node, module, names):  # the single operand of a call of `module` or of a function in `names`
+        if not isinstance(node, ast.Call):
+            return None
+        if module and ast.unparse(node.func) == module and len(node.args) == 1:
+            return node.args[0]
+        if node in calls(node, names)[:1]:
+            operand = argument(node, 0, "input")
+            return ast.parse(operand, mode="eval").body if operand else None
+        return None
+
+    inner = applied(applied(result, pool, {"max_pool2d"}), relu, {"relu", "relu_"})
+    if inner is None or ast.unparse(inner) != f"{conv}({shape.first_input})":
+        raise ReadError("the playbook's conv + ReLU + max-pool kernels compute max-pool(ReLU(conv(x))) as forward "
+                        f"returns it, not {ast.unparse(result) if result is not None else 'a forward of several steps'!r}")
 
 
 _FORWARD_CONV = """

@@ -1,10 +1,11 @@
 """Layer normalization over the trailing dims: statistics in double (two-pass or chunked with
 Chan's merge; never E[x^2] - mean^2), mean split into float hi + lo for the subtraction."""
 
+import ast
 import textwrap
 
 from . import prelude
-from .reading import ReadError, argument, calls, submodule
+from .reading import ReadError, argument, calls, require_whole, submodule
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
@@ -12,6 +13,7 @@ from .sources import kernel_source
 def read(shape) -> dict:
     module = submodule(shape, {"LayerNorm"})
     if module:
+        require_whole(shape, f"{module}({shape.first_input})", "layernorm")
         return {"input": shape.first_input, "normalized": f"{module}.normalized_shape",
                 "weight": f"{module}.weight", "bias": f"{module}.bias", "eps": f"{module}.eps"}
     found = calls(shape.forward, {"layer_norm"})
@@ -21,6 +23,7 @@ def read(shape) -> dict:
     data = argument(call, 0, "input")
     if data not in shape.forward_args:
         raise ReadError(f"the playbook's layernorm kernels take a forward argument directly, not {data!r}")
+    require_whole(shape, ast.unparse(call), "layernorm")
     return {"input": data, "normalized": argument(call, 1, "normalized_shape"),
             "weight": argument(call, 2, "weight", "None"), "bias": argument(call, 3, "bias", "None"),
             "eps": argument(call, 4, "eps", "1e-5")}

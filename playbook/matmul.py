@@ -7,24 +7,27 @@ operand loads and output store are macros (LOAD_A, LOAD_B, STORE_C) each user de
 import ast
 import textwrap
 
-from .reading import ReadError, argument, calls
+from .reading import ReadError, argument, calls, returned
 from .recipes import Family, Parts, Recipe
 from .sources import kernel_source
 
 
 def read(shape) -> dict:
-    for node in ast.walk(shape.forward):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            operands = ast.unparse(node.left), ast.unparse(node.right)
-            break
-    else:
-        found = calls(shape.forward, {"matmul", "mm", "bmm"})
-        if not found:
-            raise ReadError("could not find a matrix product (@, torch.matmul, torch.mm, torch.bmm) in Model.forward")
-        operands = argument(found[0], 0, "input"), argument(found[0], 1, "other") or argument(found[0], 1, "mat2")
+    product = returned(shape)
+    if isinstance(product, ast.BinOp) and isinstance(product.op, ast.MatMult):
+        operands = ast.unparse(product.left), ast.unparse(product.right)
+    elif isinstance(product, ast.Call) and product in calls(product, {"matmul", "mm", "bmm"})[:1]:
+        operands = argument(product, 0, "input"), argument(product, 1, "other") or argument(product, 1, "mat2")
+    else:  # e.g. torch.triu(A @ B): the kernel would leave out what surrounds the product
+        raise ReadError("the playbook's matmul kernels need forward to return a matrix product (@, torch.matmul, "
+                        "torch.mm, torch.bmm) as it is, not "
+                        f"{ast.unparse(product) if product is not None else 'a forward of several steps'!r}")
     for operand in operands:
-        if operand not in shape.forward_args:
-            raise ReadError(f"the playbook's matmul kernels take forward arguments directly, not {operand!r}")
+        # a transposed argument (KernelBench's A.T @ B) is copied to row-major by the forward below
+        name, _, transpose = str(operand).partition(".")
+        if name not in shape.forward_args or transpose not in ("", "T", "mT", "t()"):
+            raise ReadError("the playbook's matmul kernels take forward arguments directly or transposed, "
+                            f"not {operand!r}")
     return {"a": operands[0], "b": operands[1]}
 
 

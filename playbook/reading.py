@@ -7,6 +7,7 @@ taken from the source as Python expressions and evaluated inside ModelNew at run
 """
 
 import ast
+import copy
 from dataclasses import dataclass, field
 
 
@@ -178,6 +179,42 @@ def constructed(shape: ProblemShape, class_names: set[str]) -> tuple[str, ast.Ca
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 return f"self.{target.attr}", node.value
     return None
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, bound: dict):
+        self.bound = bound
+
+    def visit_Name(self, node: ast.Name):
+        return copy.deepcopy(self.bound.get(node.id, node))
+
+
+def returned(shape: ProblemShape) -> ast.expr | None:
+    """What forward returns, with its plain `name = value` steps inlined (`x = self.conv(x);
+    return x` gives `self.conv(x)`); None for anything but such a straight line."""
+    bound: dict[str, ast.expr] = {}
+    for statement in shape.forward.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # a docstring
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            bound[statement.targets[0].id] = _Inline(bound).visit(copy.deepcopy(statement.value))
+        elif isinstance(statement, ast.Return) and statement.value is not None:
+            return _Inline(bound).visit(copy.deepcopy(statement.value))
+        else:
+            return None
+    return None
+
+
+def require_whole(shape: ProblemShape, op: str, family: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse a problem whose forward does more than `op` (its source text), e.g. KernelBench level 2's
+    `x = self.conv(x); x = torch.softmax(x, dim=1); return torch.tanh(x)`: a kernel for the op alone
+    would be wrong. `suffixes`: what may follow the op (max's `[0]`)."""
+    result = returned(shape)
+    text = ast.unparse(result) if result is not None else None
+    if text not in (op, *(op + suffix for suffix in suffixes)):
+        raise ReadError(f"the playbook's {family} kernels compute {op} as forward returns it, "
+                        f"not {text if text is not None else 'a forward of several steps'!r}")
 
 
 def static_value(shape: ProblemShape, text: str):

@@ -4,7 +4,7 @@ seen as (outer, R, inner) with the reduced dim in the middle. Sums accumulate in
 import ast
 import textwrap
 
-from .reading import ReadError, argument, calls
+from .reading import ReadError, argument, calls, require_whole
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
@@ -39,6 +39,7 @@ def read(shape) -> dict:
             isinstance(parent, ast.Attribute) and parent.attr == "values")
         if not indexed:
             raise ReadError(f"torch.{name}(x, dim) returns values and indices; the playbook computes values only")
+    require_whole(shape, ast.unparse(call), "reduction", ("[0]", ".values") if name in {"max", "min"} else ())
     op = {"amax": "max", "amin": "min"}.get(name, name)
     return {"input": data, "dim": dim, "keepdim": keepdim, "op": op}
 

@@ -1,9 +1,10 @@
 """Softmax over one dimension: rows are the softmax dimension moved last and made contiguous."""
 
+import ast
 import textwrap
 
 from . import prelude
-from .reading import ReadError, argument, calls, submodule
+from .reading import ReadError, argument, calls, require_whole, submodule
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
 
@@ -13,11 +14,13 @@ def read(shape) -> dict:
     if found:
         call = found[0]
         data, dim = argument(call, 0, "input"), argument(call, 1, "dim")
+        require_whole(shape, ast.unparse(call), "softmax")
     else:
         module = submodule(shape, {"Softmax"})
         if module is None:
             raise ReadError("could not find softmax (torch.softmax, F.softmax, x.softmax or nn.Softmax) in Model")
         data, dim = shape.first_input, f"{module}.dim"
+        require_whole(shape, f"{module}({data})", "softmax")
     if data not in shape.forward_args:
         raise ReadError(f"the playbook's softmax kernels take a forward argument directly, not {data!r}")
     if dim is None or dim == "None":

@@ -252,6 +252,38 @@ def test_a_depthwise_convolution_is_declined_before_any_kernel_runs():
     assert "class ModelNew" in start.source
 
 
+def test_more_work_around_the_product_or_the_convolution_is_declined():
+    triu = next(KERNELBENCH.glob("14_Matmul_for_upper_triangular_*.py")).read_text()
+    with pytest.raises(ProposerError, match=r"return a matrix product .* not 'torch.triu\(torch.matmul\(A, B\)\)'"):
+        PlaybookProposer().starting_kernel(context(source=triu, family="matmul", device="cuda"))
+    # KernelBench level 2 and 3: the family's op is there, with more work around it
+    for name, family in (("level2/17_Conv2d_InstanceNorm_Divide.py", "conv2d"),
+                         ("level2/66_Matmul_Dropout_Softmax.py", "softmax"),
+                         ("level2/56_Matmul_Sigmoid_Sum.py", "reduction"),
+                         ("level2/34_ConvTranspose3d_LayerNorm_GELU_Scaling.py", "layernorm"),
+                         ("level3/10_ResNet101.py", "conv_relu_maxpool")):
+        source = (KERNELBENCH.parent / name).read_text()
+        with pytest.raises(ProposerError, match="as forward returns it, not"):
+            PlaybookProposer().starting_kernel(context(source=source, family=family, device="cuda"))
+
+
+def test_transposed_operands_are_multiplied_right(cpu_pool):
+    source = """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, A, B):
+                C = torch.matmul(A.T, B.T)
+                return C
+        def get_inputs():
+            return [torch.randn(29, 17), torch.randn(13, 29)]
+        def get_init_inputs():
+            return []
+    """
+    problem_context = context(source=source, family="matmul")
+    assert_all_correct(cpu_pool, problem_context.source, list(all_kernels(problem_context))[:2])
+
+
 def test_init_values_come_from_get_init_inputs_constants_and_defaults():
     shape = read_problem(textwrap.dedent("""
         import torch.nn as nn
