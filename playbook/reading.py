@@ -225,7 +225,8 @@ def static_value(shape: ProblemShape, text: str):
     except (ValueError, SyntaxError):
         pass
     if text.isidentifier():
-        value = shape.init_value(text)
-        return value if value is not None else shape.constant_values().get(text)
+        if shape.init is not None and text in [arg.arg for arg in shape.init.args.args[1:]]:
+            return shape.init_value(text)  # a parameter shadows the module's constant of that name
+        return shape.constant_values().get(text)
     return None
 

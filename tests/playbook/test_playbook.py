@@ -10,7 +10,7 @@ import pytest
 import playbook
 from proposers.base import IdeaProposal, KernelContext, ProblemContext, ProposerError, TriedIdea
 from proposers.playbook import FAMILY_NAMES, PlaybookProposer
-from playbook.reading import read_problem
+from playbook.reading import read_problem, static_value
 from runner import launches
 from runner.checks import check_source
 from searches import catalog
@@ -299,6 +299,19 @@ def test_init_values_come_from_get_init_inputs_constants_and_defaults():
     assert shape.init_value("channels") == 12 and shape.init_value("kernel") == 3
     assert shape.init_value("scale") == 0.5 and shape.init_value("groups") == 1
     assert shape.init_value("mode") is None and shape.init_value("missing") is None
+    assert static_value(shape, "C") == 12 and static_value(shape, "0.5") == 0.5
+    computed = read_problem(textwrap.dedent("""
+        import torch.nn as nn
+        alpha = 0.1
+        class Model(nn.Module):
+            def __init__(self, alpha):
+                super().__init__()
+            def forward(self, x):
+                return x
+        def get_init_inputs():
+            return [alpha * 2]
+    """))
+    assert static_value(computed, "alpha") is None  # the parameter's value is computed, not the constant's
 
 
 @pytest.fixture(scope="module")
