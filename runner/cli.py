@@ -108,6 +108,12 @@ def summary(result: dict) -> str:
     if result.get("speedup_vs_eager"):
         lines.append(f"speedup vs eager {result['speedup_vs_eager']:.2f}x"
                      + (f", vs torch.compile {result['speedup_vs_compile']:.2f}x" if result.get("speedup_vs_compile") else ""))
+    paired = result.get("paired")
+    if paired:
+        lo, hi = paired["speedup_ci95"]
+        lines.append(f"not paired ({paired['dropped']}): vs eager from the validation's baseline" if paired["dropped"] else
+                     f"vs eager paired: eager {paired['eager_ms']:.4f} ms in {paired['blocks']} blocks between the "
+                     f"kernel's, 95% CI {lo:.2f}-{hi:.2f}x")
     if result.get("quarantined"):
         lines.append(f"QUARANTINED: {result['quarantine_reason']}")
     if result.get("family"):

@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import baselines, buildcache, exchange, findings, gpumem, quarantine, schema, watchdog
+from .pairing import Pairing
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
 from .errors import DeviceBusy, ProblemInvalid, RunnerError
@@ -106,7 +107,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         raise ProblemInvalid(f"the problem is invalid: {validation['reason']}")
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
-           "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms"))}
+           "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
+           "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
             return _judge(pool, job, validation, environment, timeout)
@@ -128,7 +130,9 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     result["baseline"] = dict(validation["baseline"])
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
-                  "atol": job["atol"], "rtol": job["rtol"], "sample_secret": sample_secret.hex()}
+                  "atol": job["atol"], "rtol": job["rtol"], "sample_secret": sample_secret.hex(),
+                  "paired": job["paired"]}
+    pairing = Pairing() if job["paired"] else None
     truths_sandbox = pool.take()
     try:
         sandbox = pool.take()
@@ -140,8 +144,12 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     builds = buildcache.Builds(sandbox, job, environment)
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="truths") as side:
-            made = side.submit(truths_sandbox.run, truths_job, timeout)  # the truths are made meanwhile
-            outcome = sandbox.run(job, timeout, sample_secret=sample_secret)
+            made = side.submit(_truths, truths_sandbox, truths_job, timeout, pairing)  # made meanwhile
+            try:
+                outcome = sandbox.run(job, timeout, sample_secret=sample_secret, pairing=pairing)
+            finally:
+                if pairing is not None:
+                    pairing.close()
             made = made.result()
         builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
         result["build_cache"] = builds.describe()
@@ -157,6 +165,9 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
             result["phases"]["judge_s"] = time.monotonic() - mark
             if result["status"] != "correct":  # timed, but only a correct kernel's time means anything
                 result["timing"] = None
+            elif pairing is not None:
+                result["paired"] = pairing.summary(result["timing"]["samples_ms"])
+                result["phases"]["paired_eager_s"] = pairing.eager_s
     finally:
         os.close(truths_fd)
         os.close(outputs_fd)
@@ -178,6 +189,14 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
                              or (result["status"] == "runtime_error" and (outcome.result or {}).get("device_fault"))):
         health_check(pool)
     return result
+
+
+def _truths(sandbox, job: dict, timeout: float, pairing):
+    try:
+        return sandbox.run(job, timeout, pairing=pairing)
+    finally:
+        if pairing is not None:
+            pairing.gone()
 
 
 def _candidate_verdict(result: dict, outcome, sandbox) -> None:
@@ -262,13 +281,15 @@ def empty_verdict(seed: int | None) -> dict:
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
-            "build_cache": None}
+            "build_cache": None, "paired": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:
     median = result["timing"]["median_ms"]
-    baseline = result["baseline"]
-    if baseline.get("eager_ms"):
+    baseline, paired = result["baseline"], result.get("paired")
+    if paired and not paired["dropped"]:  # the eager blocks timed beside the candidate's (CPU)
+        result["speedup_vs_eager"] = paired["speedup"]
+    elif baseline.get("eager_ms"):
         result["speedup_vs_eager"] = baseline["eager_ms"] / median
     if baseline.get("compile_ms"):
         result["speedup_vs_compile"] = baseline["compile_ms"] / median

@@ -229,7 +229,7 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     phases["correctness_s"], mark = _perf_counter() - mark, _perf_counter()
     result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
-                                       expected, shipped)
+                                       expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
 
 
@@ -334,7 +334,7 @@ def truth(truth_model, reference, inputs) -> list:
         return problems.as_outputs(reference(*verify.copies(inputs)))
 
 
-def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship, expected, shipped):
+def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship, expected, shipped, paired):
     sets, _ = input_sets(module, device, seed)
     form = [{"shape": list(e["shape"]), "dtype": str(e["dtype"])} for e in expected]
     keep = replay_.kept_sets(len(sets), form)
@@ -356,7 +356,8 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
 
     try:
         with torch.no_grad():
-            measured = measure(channel, "candidate", device, call, sets, on_output=replay.see)
+            measured = measure(channel, "candidate", device, call, sets, on_output=replay.see,
+                               **({"pair": _pair(channel)} if paired else {}))
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     _guard(guarded)
@@ -374,6 +375,16 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     return stats
+
+
+def _pair(channel):
+    """The candidate's side of a pairing (runner/pairing.py): before each block of timed calls, the
+    parent times an eager block while this process waits."""
+    def pair(calls: int, size: int | None) -> bool:
+        channel.send("pair", calls=calls, **({"n": size} if size else {"at": "end"}))
+        return channel.receive().get("go") is True
+
+    return pair
 
 
 class Shipper:

@@ -270,10 +270,11 @@ class Sandbox:
                     self.environment = {}
                 return self.environment
 
-    def run(self, job: dict, timeout: float, sample_secret: bytes | None = None) -> SandboxOutcome:
+    def run(self, job: dict, timeout: float, sample_secret: bytes | None = None, pairing=None) -> SandboxOutcome:
         """Send `job`, wait for its verdict within `timeout` seconds (waiting for the device
         does not count), and always end the process. `sample_secret` answers the candidate's
-        requests for the seed of an output's sample (sampling.py)."""
+        requests for the seed of an output's sample (sampling.py); `pairing` (pairing.py) joins
+        an evaluation's truths and candidate on the CPU."""
         nonce = secrets.token_hex(16)
         asked = time.monotonic()
         lock = watch = None
@@ -286,7 +287,7 @@ class Sandbox:
             deadline = began + timeout
             if self.gpu_cap_mb:
                 watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
-            self._send({**job, "nonce": nonce})
+            self.send({**job, "nonce": nonce})
             calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
             # what the GPU did while each measurement was timed
             # the pool's other sandboxes are not this one: their work on the GPU is a disturbance
@@ -322,16 +323,20 @@ class Sandbox:
                 elif message.get("kind") == "timing":
                     reply = self.measurements.on_timing(message)
                     if reply is not None:
-                        self._send(reply)
+                        self.send(reply)
                 elif message.get("kind") == "sample":
-                    self._send({"seed": None if sample_secret is None
+                    self.send({"seed": None if sample_secret is None
                                 else sampling.seed_for(sample_secret, str(message.get("key")))})
+                elif message.get("kind") == "pair" and pairing is not None:
+                    deadline, lock = pairing.handle(self, job["job"], message, nonce, deadline, lock)
                 elif message.get("kind") == "device" and lock is None:
                     waited = time.monotonic()
+                    if pairing is not None and job["job"] == "evaluate":  # after the truths are made
+                        pairing.ready.wait(max(0.0, deadline - waited))
                     lock = DeviceLock(self.device).acquire()
                     deadline += time.monotonic() - waited
                     compiling.promote(self.cgroups)  # build priority: the GPU phases run at normal priority
-                    self._send({"go": True})
+                    self.send({"go": True})
                 elif message.get("kind") == "verdict":
                     result = message.get("result")
                     return SandboxOutcome(result=result if isinstance(result, dict) else {}, stdout=self.stdout,
@@ -350,19 +355,19 @@ class Sandbox:
         if first:
             self.measurements.on_timing({"what": "batch", "at": "begin"})
         now = time.monotonic()
-        read = self._sched()
+        read = self.cpu_seconds()
         reply = self.batches.on_message(message, now, *(read or (None, None)))
         if reply is not None and reply.get("batch"):
             if self.batches.pause_s:
                 time.sleep(self.batches.pause_s)
-                read = self._sched()
+                read = self.cpu_seconds()
             self.batches.sending(time.monotonic(), *(read or (None, None)))
         if reply is not None:
             if self.batches.done and not first:
                 self.measurements.on_timing({"what": "batch", "at": "end"})
-            self._send(reply)
+            self.send(reply)
 
-    def _sched(self) -> tuple[float, float] | None:
+    def cpu_seconds(self) -> tuple[float, float] | None:
         """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings)."""
         return batchclock.readings(self.process.pid, self.cgroups.processes() if self.cgroups else None)
 
@@ -380,7 +385,7 @@ class Sandbox:
         self.gpu_exceeded_mb = used_mb
         self.kill()
 
-    def _send(self, message: dict) -> None:
+    def send(self, message: dict) -> None:
         try:
             os.write(self._control_write, (json.dumps(message) + "\n").encode())
         except OSError:

@@ -28,6 +28,7 @@ MIN_REPS = 10
 MAX_REPS = 500
 WARMUP_S = 0.05
 SETTLE_REPS, SETTLE_S, SETTLE_CI, SETTLE_EVERY = 100, 0.1, 0.005, 25
+PAIRED_BLOCKS = 16  # a CPU candidate's timed calls, in blocks between the eager baseline's (runner/pairing.py)
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 60 MB of L2; do_bench uses the same
 LAUNCH_COVER_CYCLES = 400_000  # ~0.2 ms at 2 GHz: longer than a forward's host-side launch
 
@@ -94,15 +95,23 @@ def settled(samples_ms: list[float], elapsed_s: float) -> bool:
     return median > 0 and (hi - lo) / 2 <= SETTLE_CI * median
 
 
-def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> dict:
+def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None, pair=None) -> dict:
     """Wall-clock samples of fn(*inputs) on the CPU. `on_output(i, inputs, output)` sees
-    every timed call's output (for sampled re-checks); it runs outside the clock."""
-    _warm(fn, input_sets, lambda: None)
+    every timed call's output (for sampled re-checks); it runs outside the clock. With
+    `pair(calls, size)`, the calls come in PAIRED_BLOCKS equal blocks, `pair` called before
+    each (it runs the eager baseline's block meanwhile, runner/pairing.py; False stops it)
+    and once after the last with size None; such a measurement runs its whole budget."""
+    warm(fn, input_sets)
     start = _perf_counter()
     fn(*input_sets[0])
     estimate = (_perf_counter() - start) * 1000
+    reps = repetitions(estimate, budget_s)
+    size = max(1, reps // PAIRED_BLOCKS) if pair is not None else 0
+    reps = size * (reps // size) if size else reps
     samples, began = [], _perf_counter()
-    for i in range(repetitions(estimate, budget_s)):
+    for i in range(reps):
+        if size and i % size == 0 and not pair(i, size):
+            size = 0
         inputs = input_sets[i % len(input_sets)]
         t0 = _perf_counter()
         out = fn(*inputs)
@@ -110,9 +119,22 @@ def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None) -> 
         if on_output is not None:
             on_output(i, inputs, out)
         del out
-        if settled(samples, _perf_counter() - began):
+        if pair is None and settled(samples, _perf_counter() - began):
             break
+    if size:
+        pair(len(samples), None)
     return {"samples_ms": samples, "wall_ms": samples}
+
+
+def block(fn, input_sets: list, first: int, count: int) -> list[float]:
+    """`count` wall-clock samples of fn on the CPU, from input set `first` on (the eager side of a pairing)."""
+    samples = []
+    for i in range(first, first + count):
+        inputs = input_sets[i % len(input_sets)]
+        t0 = _perf_counter()
+        fn(*inputs)
+        samples.append((_perf_counter() - t0) * 1000)
+    return samples
 
 
 def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) -> dict:
@@ -122,7 +144,7 @@ def time_cuda(fn, input_sets: list, *, budget_s: float = 0.5, on_output=None) ->
 
     sync = torch.cuda.synchronize
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    _warm(fn, input_sets, sync)
+    warm(fn, input_sets, sync)
     stream = torch.cuda.current_stream()
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
     sync()
@@ -206,7 +228,7 @@ def run_batches(channel, fn, input_sets: list, device: str, median_ms: float) ->
         channel.send("batch", at="done", n=count)
 
 
-def _warm(fn, input_sets, sync) -> None:
+def warm(fn, input_sets, sync=lambda: None) -> None:
     deadline = _perf_counter() + WARMUP_S
     for i in range(50):
         fn(*input_sets[i % len(input_sets)])

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import jobs, replay, sampling
+from . import jobs, replay, sampling, timing
 from . import problem as problems
 from .exchange import Writer
 
@@ -49,6 +49,8 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
                                                                                   atol, rtol)),
                           "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
+        if job.get("paired"):
+            _eager_blocks(channel, module, reference, device, seed)
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
@@ -56,6 +58,20 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
             "distributions": distributions, "sets": timed, "set_count": set_count,
             "phases": {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}}
+
+
+def _eager_blocks(channel, module, reference, device: str, seed: int) -> None:
+    """On the CPU, once the truths are made: the eager baseline timed in the blocks the parent asks
+    for, between the candidate's blocks of timed calls (runner/pairing.py), on the candidate's
+    timed input sets, until it asks for none."""
+    sets, _ = jobs.input_sets(module, device, seed)
+    done = 0
+    with torch.no_grad():
+        timing.warm(reference, sets)
+        channel.send("pair", at="ready")
+        while isinstance(size := channel.receive().get("block"), int) and size > 0:
+            channel.send("pair", samples=timing.block(reference, sets, done, size))
+            done += size
 
 
 def _distribution(module, name, index, seed, device, reference, truth_model, writer, atol, rtol, expected,

@@ -16,6 +16,7 @@ VALIDATE_KEYS = {"schema", "status", "reason", "outputs", "family", "flops", "mi
 EVALUATE_KEYS = {"schema", "status", "reason", "quarantined", "quarantine_reason", "seed", "precision", "compile",
                  "correctness", "timing", "baseline", "speedup_vs_eager", "speedup_vs_compile", "environment"}
 BASELINE_KEYS = {"eager_ms", "compile_ms", "compile_mode"}
+PAIRED_KEYS = {"blocks", "calls_per_block", "eager_ms", "speedup", "speedup_ci95", "idle_cpu_ms", "dropped"}
 ENVIRONMENT_KEYS = {"device_name", "torch", "cuda", "driver", "python", "runner_version"}
 TIMING_KEYS = {"median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms"}
 DISTRIBUTION_KEYS = {"name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed"}
@@ -59,13 +60,16 @@ def test_evaluate_json_has_every_key_and_exit_zero_for_any_verdict(files):
     assert set(result["correctness"]) == {"atol", "rtol", "passed", "per_distribution"}
     assert all(set(row) >= DISTRIBUTION_KEYS for row in result["correctness"]["per_distribution"])
     assert len(result["timing"]["ci95_ms"]) == 2
+    assert set(result["paired"]) == PAIRED_KEYS and result["speedup_vs_eager"] == result["paired"]["speedup"]
+    plain = run_cli("evaluate", problem, files("k.py", sources.SILU_KERNEL), "--seed", "11")
+    assert "vs eager paired: eager " in plain.stdout and " blocks between the kernel's, 95% CI " in plain.stdout
 
     broken = run_cli("evaluate", problem, files("bad.py", sources.SILU_COMPILE_ERROR), "--json",
                      "--atol", "1e-3", "--rtol", "1e-3")
     assert broken.returncode == 0, broken.stderr
     verdict = json.loads(broken.stdout)
     assert set(verdict) >= EVALUATE_KEYS
-    assert verdict["status"] == "compile_error" and verdict["timing"] is None
+    assert verdict["status"] == "compile_error" and verdict["timing"] is None and verdict["paired"] is None
     assert isinstance(verdict["seed"], int)  # random, and reported
 
 

@@ -55,3 +55,19 @@ def test_a_partial_replacement_is_told_apart_from_a_cheat_on_its_page(client, al
     body = client.get(reverse("kernel_detail", kwargs={"code": partial.code})).content.decode()
     assert 'id="partial-note"' in body and "A search that allows library calls judges and times it" in body
     assert 'id="partial-note"' not in client.get(reverse("kernel_detail", kwargs={"code": cheat.code})).content.decode()
+
+
+def test_a_cpu_speedup_says_its_eager_baseline_was_timed_beside_it(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    paired = {"blocks": 16, "calls_per_block": 31, "eager_ms": 0.375, "speedup": 1.34, "speedup_ci95": [1.33, 1.41],
+              "idle_cpu_ms": 0.8, "dropped": None}
+    kernel = d.kernel(problem=p, search=s, round=0, origin="seed")
+    kernel.runs.update(result={"status": "correct", "paired": paired}, baseline={"eager_ms": 0.28})
+    body = client.get(reverse("kernel_detail", kwargs={"code": kernel.code})).content.decode()
+    assert 'id="paired-eager"' in body and "95% CI 1.33–1.41×" in body and "timed in 16 blocks" in body
+    assert "eager 0.375 ms, timed" in body and "(eager 0.28 ms" not in body  # not the one measured apart
+
+    kernel.runs.update(result={"status": "correct", "paired": {**paired, "dropped": "the problem's sandbox left"}})
+    body = client.get(reverse("kernel_detail", kwargs={"code": kernel.code})).content.decode()
+    assert 'id="paired-eager"' not in body and "(eager 0.28 ms, measured apart: the problem&#x27;s sandbox left" in body

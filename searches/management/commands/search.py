@@ -134,6 +134,13 @@ class Command(BaseCommand):
             label = (kernel.idea.title if kernel.idea_id else kernel.name) + flag
             out.write(f"{rank:>3} {kernel.id:>7} {kernel.round:>5} {kernel.origin:<9} {_ms(kernel.median_ms):>11} "
                       f"{_x(kernel.speedup_vs_eager):>9} {_x(kernel.speedup_vs_compile):>10}  {label[:60]}")
+        run = selectors.kernel_primary_run(selectors.kernel_runs(kernel=board[0]))
+        paired = ((run.result or {}).get("paired") if run else None) or {}
+        if paired.get("speedup") and not paired.get("dropped"):  # CPU: eager timed between the kernel's blocks
+            lo, hi = paired["speedup_ci95"]
+            out.write(f"best vs eager: {_x(paired['speedup'])} (95% CI {lo:.2f}–{hi:.2f}x), eager "
+                      f"{_ms(paired['eager_ms'])} timed in {paired['blocks']} blocks between the kernel's")
+        out.write("load average: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
 def _interrupt(signum, frame):
