@@ -357,7 +357,7 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
     try:
         with torch.no_grad():
             measured = measure(channel, "candidate", device, call, sets, on_output=replay.see,
-                               **({"pair": _pair(channel)} if paired else {}))
+                               **({"pair": _pair(channel), "on_plan": replay.plan} if paired else {}))
     except BaseException as exc:
         raise _classify(exc, during="timing") from None
     _guard(guarded)

@@ -95,12 +95,13 @@ def settled(samples_ms: list[float], elapsed_s: float) -> bool:
     return median > 0 and (hi - lo) / 2 <= SETTLE_CI * median
 
 
-def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None, pair=None) -> dict:
+def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None, pair=None, on_plan=None) -> dict:
     """Wall-clock samples of fn(*inputs) on the CPU. `on_output(i, inputs, output)` sees
     every timed call's output (for sampled re-checks); it runs outside the clock. With
-    `pair(calls, size)`, the calls come in PAIRED_BLOCKS equal blocks, `pair` called before
-    each (it runs the eager baseline's block meanwhile, runner/pairing.py; False stops it)
-    and once after the last with size None; such a measurement runs its whole budget."""
+    `pair(calls, size)`, the calls come in at least PAIRED_BLOCKS equal blocks, `pair` called
+    before each (it runs the eager baseline's block meanwhile, runner/pairing.py; False stops
+    it) and once after the last with size None; such a measurement runs its whole budget, and
+    `on_plan(calls)` hears beforehand how many calls it times."""
     warm(fn, input_sets)
     start = _perf_counter()
     fn(*input_sets[0])
@@ -108,6 +109,8 @@ def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None, pai
     reps = repetitions(estimate, budget_s)
     size = max(1, reps // PAIRED_BLOCKS) if pair is not None else 0
     reps = size * (reps // size) if size else reps
+    if size and on_plan is not None:
+        on_plan(reps)
     samples, began = [], _perf_counter()
     for i in range(reps):
         if size and i % size == 0 and not pair(i, size):

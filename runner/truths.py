@@ -50,7 +50,7 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
                           "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
         if job.get("paired"):
-            _eager_blocks(channel, module, reference, device, seed)
+            _eager_blocks(channel, reference, sets)
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
@@ -60,11 +60,11 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
             "phases": {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}}
 
 
-def _eager_blocks(channel, module, reference, device: str, seed: int) -> None:
+def _eager_blocks(channel, reference, sets: list) -> None:
     """On the CPU, once the truths are made: the eager baseline timed in the blocks the parent asks
-    for, between the candidate's blocks of timed calls (runner/pairing.py), on the candidate's
-    timed input sets, until it asks for none."""
-    sets, _ = jobs.input_sets(module, device, seed)
+    for, between the candidate's blocks of timed calls (runner/pairing.py), until it asks for none.
+    On the candidate's timed input sets, those drawn here: all of them but where large outputs keep
+    fewer truths, and a problem that large is not timed from cache anyway."""
     done = 0
     with torch.no_grad():
         timing.warm(reference, sets)

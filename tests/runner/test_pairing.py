@@ -111,7 +111,7 @@ def test_a_cpu_evaluation_pairs_its_eager_baseline(cpu_pool):
     result = cpu_pool.evaluate(sources.SOFTMAX_PROBLEM, sources.SOFTMAX_KERNEL, seed=3)
     assert result["status"] == "correct", result["reason"]
     paired = result["paired"]
-    assert paired["dropped"] is None and paired["blocks"] == timing.PAIRED_BLOCKS
+    assert paired["dropped"] is None and paired["blocks"] >= timing.PAIRED_BLOCKS
     assert paired["eager_ms"] > 0 and paired["idle_cpu_ms"] < 100
     lo, hi = paired["speedup_ci95"]
     assert lo <= paired["speedup"] <= hi
@@ -136,4 +136,5 @@ def test_load_that_comes_after_validation_moves_both_sides(cpu_pool):
     paired = result["paired"]
     assert paired["dropped"] is None, paired
     assert 0.75 < paired["speedup"] < 1.33, paired
-    assert result["baseline"]["eager_ms"] / result["timing"]["median_ms"] < 0.9  # what the load did unpaired
+    unpaired = result["baseline"]["eager_ms"] / result["timing"]["median_ms"]
+    assert unpaired < 0.9, (unpaired, paired)  # what the load did unpaired

@@ -72,6 +72,25 @@ def test_only_calls_with_kept_truths_are_checked_within_the_limit():
     assert seen[-1] == 96  # the last call whose inputs have a truth
 
 
+def test_a_loop_of_known_length_copies_only_the_calls_it_checks():
+    """A paired CPU loop says its length first: the copy for the end's check is made of its last
+    eligible call alone, and a kernel that turns stale there is still caught."""
+    for turn in (None, 97):
+        seen, copied = [], []  # the checked calls and their values; the calls copied for the end
+        late = replay.LateReplay(lambda i, x, o: seen.append((i, o[0][0].item())), eligible=lambda i: i % 4 < 3,
+                                 limit=3)
+        late.plan(100)
+        assert late.last_call == 98  # 99 has no truth kept
+        for i in range(100):
+            out = torch.full((2,), float(i if turn is None or i < turn else 0))
+            late.see(i, [torch.ones(2)], out)
+            if late.last is not None and late.last[0] == i:
+                copied.append(i)
+        late.finish()
+        assert copied == [98] and seen[-1][0] == 98
+        assert seen[-1][1] == (98.0 if turn is None else 0.0)  # what call 98 returned, for the judge
+
+
 def test_kept_sets_follow_the_output_size():
     small = [{"shape": [128, 2048], "dtype": "float32"}]
     huge = [{"shape": [4096, 65536], "dtype": "float32"}]
