@@ -49,15 +49,15 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
                                                                                   atol, rtol)),
                           "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
-        if job.get("paired"):
+        phases = {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}
+        if job.get("paired"):  # within the candidate's device time, not the truths'
             _eager_blocks(channel, reference, sets)
     except problems.ProblemError as exc:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
         return jobs.failed_problem(exc, "the reference failed to run")
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
-            "distributions": distributions, "sets": timed, "set_count": set_count,
-            "phases": {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}}
+            "distributions": distributions, "sets": timed, "set_count": set_count, "phases": phases}
 
 
 def _eager_blocks(channel, reference, sets: list) -> None:
