@@ -59,6 +59,11 @@ def run_load_inline(*, problem: Problem, worker: EvaluatorChild, sources: list[s
     return window.as_dict()
 
 
+def drain(window: dict, worker: EvaluatorChild) -> None:
+    """Until the window's searches have no job queued or running (judged after it closed)."""
+    worker.wait(lambda: not any(_pending(search.id) for search in window["searches"]))
+
+
 class _Window:
     def __init__(self, searches: list[Search], max_seconds: float):
         self.searches, self.max_seconds = searches, max_seconds

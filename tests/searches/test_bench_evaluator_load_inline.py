@@ -1,6 +1,7 @@
-"""`manage.py bench_evaluator --load-inline N` on CPU, end to end: N distinct load_inline kernels
-built with the real g++ through a real evaluator and sandboxes, then the same N again, every one
-restored from the build cache; plus the contention summary's arithmetic."""
+"""`manage.py bench_evaluator --searches 1 --load-inline N` on CPU, end to end, through one real
+evaluator and its sandboxes: a playbook search, then N distinct load_inline kernels built with the
+real g++, then the same N again, every one restored from the build cache; plus the contention
+summary's arithmetic."""
 
 import json
 
@@ -13,13 +14,18 @@ from .engine_env import env_for, manage
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_load_inline_pass_then_cached_pass(tmp_path):
+def test_a_search_then_a_load_inline_pass_then_a_cached_pass(tmp_path):
     user_db, report_path = tmp_path / "user.sqlite3", tmp_path / "bench.json"
     env = env_for(user_db, KERNELLAB_CACHE_DIR=tmp_path / "cache")
-    manage(user_db, "bench_evaluator", "--device", "cpu", "--load-inline", "1", "--pool-size", "1",
-           "--jobs-in-flight", "1", "--max-seconds", "400", "--json", str(report_path), env=env, timeout=560)
+    result = manage(user_db, "bench_evaluator", "--device", "cpu", "--searches", "1", "--candidates", "1",
+                    "--load-inline", "1", "--pool-size", "1", "--jobs-in-flight", "1", "--max-seconds", "400",
+                    "--json", str(report_path), env=env, timeout=560)
 
-    report = json.loads(report_path.read_text())
+    both = json.loads(report_path.read_text())
+    search, report = both["search"], both["load_inline"]
+    assert search["settings"]["mode"] == "search" and search["by_purpose"].get("search") == 1
+    assert search["verdicts"] == {"correct": sum(search["by_purpose"].values())}
+    assert result.stdout.count("candidates/min") == 3  # a table per window
     cached = report["cached_pass"]
     assert report["settings"]["mode"] == "load_inline" and cached["settings"]["mode"] == "load_inline, cached"
     assert report["verdicts"] == {"correct": 1} and cached["verdicts"] == {"correct": 1}

@@ -3,7 +3,8 @@
 By default on a temporary SQLite file (the user's data is never touched): this command runs itself
 again as a child with DATABASE_URL and RUNNER_DEVICE set, migrates that database, loads the catalog
 problem, validates it as an EvaluationJob, then runs a playbook search (or, with --load-inline N, N
-user-submitted load_inline kernels) with a child `manage.py evaluator`, and prints the table.
+user-submitted load_inline kernels; with --searches K as well, the searches first, then the kernels)
+with one child `manage.py evaluator`, and prints a table per window.
 """
 
 import json
@@ -30,10 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("--problem", default="",
                             help="catalog key, code or id (default softmax-4096x65536 on cuda, softmax-cpu on cpu)")
         parser.add_argument("--candidates", type=int, default=30, help="each search's candidate budget (default 30)")
-        parser.add_argument("--searches", type=int, default=1,
-                            help="playbook searches started at once, as several users would (default 1)")
+        parser.add_argument("--searches", type=int, default=None,
+                            help="playbook searches started at once, as several users would (default 1; "
+                                 "none with --load-inline unless given)")
         parser.add_argument("--load-inline", type=int, default=0, metavar="N",
-                            help="instead of a search's candidates: N distinct load_inline softmax kernels")
+                            help="N distinct load_inline softmax kernels, after the searches if --searches is given")
         parser.add_argument("--no-cached-pass", action="store_true",
                             help="with --load-inline: skip the second pass (the same N kernels again, built once)")
         parser.add_argument("--max-seconds", type=float, default=600.0,
@@ -60,36 +62,45 @@ class Command(BaseCommand):
             self.stderr.write(f"Judging on {device}: jobs in flight {jobs_in_flight} ({quick} without a long build), "
                               f"pool size {pool_size}…")
             windows = []
+            searches = opts["searches"] if opts["searches"] is not None else (0 if opts["load_inline"] else 1)
+            if searches:
+                windows.append(("search" if searches == 1 else f"{searches} searches",
+                                throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
+                                                      max_seconds=opts["max_seconds"], searches=searches)))
             if opts["load_inline"]:
+                if windows:  # a paused search's queued candidates are still judged: not inside the next window
+                    throughput.drain(windows[-1][1], worker)
                 sources = throughput.load_inline_sources(device=device, count=opts["load_inline"])
                 passes = ["load_inline"] + ([] if opts["no_cached_pass"] else ["load_inline, cached"])
                 for mode in passes:  # the second time, every build comes from the cache
                     windows.append((mode, throughput.run_load_inline(problem=problem, worker=worker, sources=sources,
                                                                      max_seconds=opts["max_seconds"])))
-            else:
-                windows.append(("search" if opts["searches"] == 1 else f"{opts['searches']} searches",
-                                throughput.run_search(problem=problem, worker=worker, candidates=opts["candidates"],
-                                                      max_seconds=opts["max_seconds"], searches=opts["searches"])))
         reports = [throughput.measure(**window, settings={
             "mode": mode, "device": device, "jobs_in_flight": jobs_in_flight, "quick_jobs_in_flight": quick,
-            "pool_size": pool_size,
-            "max_seconds": opts["max_seconds"], "requested": opts["load_inline"] or opts["candidates"]})
+            "pool_size": pool_size, "max_seconds": opts["max_seconds"],
+            "requested": opts["candidates"] if mode.endswith(("search", "searches")) else opts["load_inline"]})
             for mode, window in windows]
         for report in reports:
             for line in throughput.table(report):
                 self.stdout.write(line)
-        report = reports[0]
-        if len(reports) == 2:
-            report = {**reports[0], "cached_pass": reports[1],
-                      "contention": throughput.contention(reports[0], reports[1])}
-            self.stdout.write(f"contention: {report['contention']}")
+        search = reports.pop(0) if searches else None
+        load_inline = None
+        if reports:
+            load_inline = reports[0]
+            if len(reports) == 2:
+                load_inline = {**reports[0], "cached_pass": reports[1],
+                               "contention": throughput.contention(reports[0], reports[1])}
+                self.stdout.write(f"contention: {load_inline['contention']}")
+        # one workload: its report; both: each under its name
+        report = {"search": search, "load_inline": load_inline} if search and load_inline else search or load_inline
         if opts["json"]:
             Path(opts["json"]).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     def _in_child(self, opts) -> int:
         arguments = ["--device", opts["device"], "--candidates", str(opts["candidates"]),
-                     "--searches", str(opts["searches"]), "--load-inline", str(opts["load_inline"]),
-                     "--max-seconds", str(opts["max_seconds"])]
+                     "--load-inline", str(opts["load_inline"]), "--max-seconds", str(opts["max_seconds"])]
+        if opts["searches"] is not None:
+            arguments += ["--searches", str(opts["searches"])]
         if opts["no_cached_pass"]:
             arguments.append("--no-cached-pass")
         for name in ("problem", "jobs_in_flight", "pool_size", "json"):
