@@ -358,7 +358,8 @@ def detect_family(op_names: list[str], *, functions: list[str] | None = None,
     cannot tell: every convolution is aten.convolution, whatever its dimensionality.
     Families the playbook and the app know: matmul, conv2d, conv_relu_maxpool, softmax, layernorm,
     elementwise, reduction. Others: loss, attention, matmul_softmax, log_softmax, conv1d, conv3d,
-    conv_transpose1d/2d/3d."""
+    conv_transpose1d/2d/3d, normalization (batch, instance and group norm), pooling, scan (cumulative
+    sums and products: every output depends on a prefix, neither a map nor a reduction)."""
     ops = set(op_names)
     called = set(functions or ())
 
@@ -387,8 +388,14 @@ def detect_family(op_names: list[str], *, functions: list[str] | None = None,
         return "layernorm"
     if has(*_MATRIX_OPS):
         return "matmul"
+    if has("batch_norm", "instance_norm", "group_norm"):
+        return "normalization"
+    if has("max_pool", "avg_pool", "adaptive_max_pool", "adaptive_avg_pool", "lp_pool"):
+        return "pooling"
+    if has("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"):
+        return "scan"
     reductions = ("sum", "mean", "amax", "amin", "max.dim", "min.dim", "prod", "var", "std", "norm", "argmax",
-                  "argmin", "cumsum", "logsumexp")
+                  "argmin", "logsumexp", "linalg_vector_norm")
     compute = [op for op in ops if not is_bookkeeping(op)]
     if any(any(op.startswith(f"aten.{r}") for r in reductions) for op in compute):
         return "reduction"

@@ -96,6 +96,25 @@ def test_matmul_dropout_softmax_is_not_plain_softmax():
     assert family("level1/24_LogSoftmax.py") == "log_softmax"
 
 
+@pytest.mark.parametrize(("relative", "expected"), [
+    ("level1/33_BatchNorm.py", "normalization"),  # each was "elementwise": one aten op, no reduction name
+    ("level1/34_InstanceNorm.py", "normalization"),
+    ("level1/35_GroupNorm_.py", "normalization"),
+    ("level1/41_Max_Pooling_1D.py", "pooling"),
+    ("level1/46_Average_Pooling_3D.py", "pooling"),
+    ("level1/89_cumsum.py", "scan"),  # was "reduction"
+    ("level1/90_cumprod.py", "scan"),  # was "elementwise"
+    ("level1/39_L2Norm_.py", "reduction"),  # linalg_vector_norm: was "elementwise"
+    ("level2/99_Matmul_GELU_Softmax.py", "matmul_softmax"),
+])
+def test_norms_pools_and_scans_are_not_elementwise(relative, expected):
+    assert family(relative) == expected
+
+
+def test_a_product_before_a_group_norm_keeps_the_matmul_family():
+    assert family("level2/75_Gemm_GroupNorm_Min_BiasAdd.py") == "matmul"
+
+
 def test_attention_is_its_own_family():
     assert family("level1/97_ScaledDotProductAttention.py") == "attention"
     assert family("level3/43_MinGPTCausalAttention.py") == "attention"
