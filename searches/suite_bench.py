@@ -255,9 +255,11 @@ class Bench:
         elif status != Problem.Validation.OK:
             row["done"] = True
         else:
-            # A search the engine paused itself (the playbook could not read the problem) is an outcome.
+            # A search the engine paused itself (the playbook could not read the problem) is an outcome;
+            # one paused on kernels the worker could not run (no verdict) is swept again next time.
+            unjudged = search == Search.Status.PAUSED and (row["search"].get("verdicts") or {}).get("failed")
             row["done"] = bool(row.get("do_bench")) and search is not None and not row["search"].get("cut_by_deadline") \
-                and row["search"].get("reason") != "time is up"
+                and row["search"].get("reason") != "time is up" and not unjudged
 
 
     def scores(self) -> None:

@@ -13,7 +13,9 @@ A search is a resumable state machine. `advance(search_id)` (run by the django-q
             timeout or compile_error gets up to `repair_attempts` repair turns, each its child.
   next      once every job of the round has finished, the best correct kernels become the
             next round's parents; the search ends with its true reason: the proposer had no new
-            ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget.
+            ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget. With
+            no parent because the worker could not run some of the round's kernels (no verdict),
+            it pauses instead; resuming queues those kernels again.
 
 Every piece of work is saved as soon as it is produced, under the search row's lock, with a
 unique key (idea slot, kernel variant, one repair per broken kernel, one starting kernel), so
@@ -311,6 +313,14 @@ def _start_next_round(search_id: int) -> bool:
             records.finish(search_id, Search.Status.COMPLETED, ending)
             return True
         parents = choose_parents(search)
+        unjudged = Kernel.objects.filter(search=search, round=finished, status=Verdict.FAILED)
+        if not parents and unjudged.exists():
+            # nothing was wrong with these kernels that anyone knows: the worker could not run them
+            # (its device full of other work, a worker that kept dying); resuming runs them again
+            records.set_status(search_id, Search.Status.PAUSED,
+                               f"paused after round {finished}: {unjudged.count()} candidate(s) could not be "
+                               f"evaluated ({unjudged.first().reason}). Resume the search to evaluate them again.")
+            return True
         if not parents:
             reason = f"stopped after round {finished}: no correct kernel to build on"
             if search.sol_stop_percent and at_speed_of_light(search):

@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation import queue
 from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
@@ -132,6 +133,11 @@ def search_resume(*, search: Search, user) -> Search:
     search.status = Search.Status.RUNNING
     search.stop_reason = ""
     search.save(update_fields=["status", "stop_reason"])
+    for kernel in search.kernels.filter(status=Verdict.FAILED):  # never judged: the worker could not run them
+        kernel.status, kernel.reason = Verdict.PENDING, ""
+        kernel.save(update_fields=["status", "reason"])
+        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
+        events.publish(search.id, "kernel.updated", events.kernel_payload(kernel))
     events.publish_search_status(search)
     kick(search.id)
     return search

@@ -157,6 +157,34 @@ def test_pause_stops_new_work_and_resume_continues(problem, kicks):
         services.search_resume(search=search, user=None)
 
 
+def test_a_kernel_the_worker_could_not_run_pauses_the_search_and_resume_runs_it_again(problem):
+    # On the H200 a starting kernel's job was handed back three times ("the device had 3338 MB of
+    # 143155 MB free: other work held the rest") and the search ended "no correct kernel to build on"
+    search = start(problem)
+    loop.advance(search.id)
+    seed = Kernel.objects.get(search=search, origin="seed")
+    busy = "the worker's device could not run it (an infrastructure failure, not a verdict): device full"
+    while (job := leases.claim("test-worker", "cpu")) is not None:
+        leases.release(job, "test-worker", error=busy, count_attempt=True)
+    seed.refresh_from_db()
+    assert seed.status == "failed" and seed.reason == busy
+    loop.advance(search.id)
+    search.refresh_from_db()
+    assert search.status == Search.Status.PAUSED
+    assert search.stop_reason == (f"paused after round 0: 1 candidate(s) could not be evaluated ({busy}). "
+                                  "Resume the search to evaluate them again.")
+
+    services.search_resume(search=search, user=None)
+    seed.refresh_from_db()
+    assert (seed.status, seed.reason) == ("pending", "")
+    assert evaluate_all(search) == 1  # a new job for the same kernel, judged this time
+    seed.refresh_from_db()
+    assert seed.status == "correct" and seed.runs.count() == 1
+    loop.advance(search.id)
+    search.refresh_from_db()
+    assert search.status == Search.Status.RUNNING and search.current_round == 1  # built on it
+
+
 def test_cancel_drops_queued_candidates_with_the_reason(problem):
     search = start(problem)
     loop.advance(search.id)
