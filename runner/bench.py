@@ -228,6 +228,7 @@ def _agreement(report, pool, device, problem, kernel) -> None:
     outcome = sandbox.run({"job": "do_bench", "device": device, "seed": 0, "problem_source": problem,
                            "kernel_source": kernel}, 300)
     agreement = outcome.result or {"error": outcome.reason, "stderr": outcome.stderr[-1500:]}
+    agreement.update(measurements=sandbox.measurements.of("do_bench"), noisy=sandbox.measurements.noisy("do_bench"))
     report["do_bench"] = agreement
     if outcome.result and outcome.result.get("do_bench_ms"):
         report["do_bench_diff"] = (report["kernel_median_ms"] - agreement["do_bench_ms"]) / agreement["do_bench_ms"]
@@ -274,6 +275,8 @@ def table(report: dict) -> str:
         rows.append(("runner median, same process", _ms(agreement.get("runner_ms"))))
         if "do_bench_diff" in report:
             rows.append(("runner vs do_bench", f"{report['do_bench_diff'] * 100:+.2f}% (target within 5%)"))
+        if agreement.get("noisy"):
+            rows.append(("do_bench measured while disturbed", agreement["noisy"]))
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 

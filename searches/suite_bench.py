@@ -200,6 +200,9 @@ class Bench:
                 outcome = sandbox.run({"job": "do_bench", "device": self.device, "seed": 0,
                                        "problem_source": problem.source, "kernel_source": kernel}, 300)
                 result = outcome.result or {"status": "error", "reason": outcome.reason}
+                # the GPU's clocks around the reference, measured again while held back (as a baseline is)
+                result["measurements"] = sandbox.measurements.of("do_bench")
+                result["noisy"] = sandbox.measurements.noisy("do_bench")
                 eager = problem.baseline.get("eager_ms")
                 if result.get("do_bench_ms") and eager:
                     result["eager_vs_do_bench"] = (eager - result["do_bench_ms"]) / result["do_bench_ms"]
@@ -343,7 +346,7 @@ def summary(report: dict) -> dict:
     searched = [r for r in done if (r.get("search") or {}).get("status") not in (None, "skipped", "refused")]
     return {"done": len(done), "validation": statuses, "do_bench_measured": len(benched),
             "do_bench_within_3pct": sum(1 for b in benched if b.get("within_target")),
-            "playbook_searches": len(searched)}
+            "do_bench_noisy": sum(1 for b in benched if b.get("noisy")), "playbook_searches": len(searched)}
 
 
 def table(report: dict) -> list[str]:
@@ -370,6 +373,8 @@ def table(report: dict) -> list[str]:
             lines.append(f"    {v.get('status')}: {(v.get('reason') or '')[:150]}")
         if v.get("noisy"):
             lines.append(f"    baseline marked noisy: {v['noisy'][:150]}")
+        if b.get("noisy"):
+            lines.append(f"    do_bench reference noisy: {b['noisy'][:150]}")
     for score in (report.get("sweep") or {}).get("scores", []):
         for baseline in ("eager", "compile"):
             fast = score["fast_p"][baseline]

@@ -142,3 +142,14 @@ def test_an_oom_past_the_candidates_share_stays_its_own(cuda_pool):
         "        x = x.contiguous()\n", f"        raise RuntimeError({greedy!r})\n", 1)
     result = cuda_pool.evaluate(SOFTMAX, forged, seed=14)
     assert result["status"] == "oom", result
+
+
+def test_do_bench_reference_is_announced_so_its_clocks_are_read(cuda_pool):
+    # the level-1 sweep's reference: measured again, or marked, when the GPU was held back
+    sandbox = cuda_pool.take()
+    outcome = sandbox.run({"job": "do_bench", "device": "cuda", "seed": 0, "problem_source": SOFTMAX,
+                           "kernel_source": SOFTMAX + "\n\nModelNew = Model\n"}, 300)
+    assert outcome.result["status"] == "ok" and outcome.result["do_bench_ms"] > 0, outcome.reason
+    tries = sandbox.measurements.of("do_bench")
+    assert 1 <= len(tries) <= 3 and all(t["sm_mhz"][1] > 0 for t in tries), tries
+    assert (sandbox.measurements.noisy("do_bench") is None) == (tries[-1]["disturbance"] is None)
