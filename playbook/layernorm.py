@@ -14,8 +14,10 @@ def read(shape) -> dict:
     module = submodule(shape, {"LayerNorm"})
     if module:
         require_whole(shape, f"{module}({shape.first_input})", "layernorm")
-        return {"input": shape.first_input, "normalized": f"{module}.normalized_shape",
-                "weight": f"{module}.weight", "bias": f"{module}.bias", "eps": f"{module}.eps"}
+        # the module read once: each self.<name> goes through nn.Module.__getattr__, microseconds
+        # a call in Python that a small CPU problem's kernel time cannot hide
+        return {"input": shape.first_input, "module": module, "normalized": "_norm.normalized_shape",
+                "weight": "_norm.weight", "bias": "_norm.bias", "eps": "_norm.eps"}
     found = calls(shape.forward, {"layer_norm"})
     if not found:
         raise ReadError("could not find nn.LayerNorm or F.layer_norm in Model")
@@ -30,8 +32,9 @@ def read(shape) -> dict:
 
 
 def forward(facts: dict, launch: str) -> str:
+    module = bind("_norm", facts["module"]) if facts.get("module") else ""
     return f"""
-{bind('x', facts['input'])}if x.dtype != torch.float32:
+{module}{bind('x', facts['input'])}if x.dtype != torch.float32:
     raise TypeError(f"this kernel is written for float32, got {{x.dtype}}")
 normalized = {facts['normalized']}
 normalized = (normalized,) if isinstance(normalized, int) else tuple(normalized)
