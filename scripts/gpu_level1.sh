@@ -6,7 +6,8 @@
 # level1-h200.json (commit it back), level1.sqlite3 (the database), level1.txt/.err, gpu.txt.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_level1.sh
 #   LIMIT (25), MAX_SECONDS (240), CANDIDATES (3), JOBS_IN_FLIGHT (the batch size too), POOL_SIZE,
-#   MEMORY_GB (what a batch may plan for; default 60% of the device), DB (a .sqlite3 to continue).
+#   MEMORY_GB (what a batch may plan for; default 60% of the device), DB (a .sqlite3 to continue),
+#   AGAIN (problems done before to do again, by number: e.g. 11,56,68,69).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-level1}
@@ -25,6 +26,7 @@ knobs=(--database "sqlite:///$db" --limit "${LIMIT:-25}" --candidates "${CANDIDA
 [ -n "${JOBS_IN_FLIGHT:-}" ] && knobs+=(--jobs-in-flight "$JOBS_IN_FLIGHT")
 [ -n "${POOL_SIZE:-}" ] && knobs+=(--pool-size "$POOL_SIZE")
 [ -n "${MEMORY_GB:-}" ] && knobs+=(--memory-gb "$MEMORY_GB")
+[ -n "${AGAIN:-}" ] && knobs+=(--again "$AGAIN")
 status=0
 # The outer timeout is a backstop: --max-seconds cuts the waits itself; the report is saved per batch.
 timeout $((max + 60)) "$PY" manage.py bench_suite --device cuda --json "$report" "${knobs[@]}" \

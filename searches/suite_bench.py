@@ -82,6 +82,20 @@ def known_first(members, guesses: dict) -> list:
     return sorted(members, key=lambda m: (guesses[m.pk] not in FAMILY_NAMES, m.level or 0, m.number or 0, m.pk))
 
 
+def undo(report: dict, names: list[str]) -> list[str]:
+    """Mark problems done before as to do again (a reference measured while the GPU was held
+    back, say), by number or file name; the files now to do. A name matching nothing is an error."""
+    again = []
+    for name in names:
+        found = [file for file, row in report["problems"].items() if name in (file, str(row.get("number")))]
+        if not found:
+            raise ValueError(f"{name!r}: no problem of the report has that number or file name")
+        for file in found:
+            report["problems"][file]["done"] = False
+        again += found
+    return again
+
+
 def load_report(path: Path) -> dict:
     if path and path.exists():
         return json.loads(path.read_text())

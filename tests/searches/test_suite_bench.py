@@ -1,7 +1,10 @@
 """How `manage.py bench_suite` groups a level's problems into batches (searches/suite_bench.py):
-by count, and by their estimated device memory, on KernelBench's own level-1 sources."""
+by count, and by their estimated device memory, on KernelBench's own level-1 sources; and which
+problems done before its --again puts back to do."""
 
 from pathlib import Path
+
+import pytest
 from types import SimpleNamespace
 
 from searches import suite_bench
@@ -48,3 +51,12 @@ def test_a_problem_of_unknown_size_goes_alone():
     small = [member("56_conv_standard_2D__asymmetric_input__asymmetric_kernel.py"),
              member("62_conv_standard_2D__square_input__asymmetric_kernel.py")]
     assert names(suite_bench.batches([small[0], unknown, small[1]], 8, 100 * GIB)) == [["56"], ["93"], ["62"]]
+
+
+def test_again_puts_problems_done_before_back_by_number_or_file_name():
+    report = {"problems": {"11_4D.py": {"number": 11, "done": True}, "56_conv.py": {"number": 56, "done": True},
+                           "19_ReLU.py": {"number": 19, "done": True}}}
+    assert suite_bench.undo(report, ["11", "56_conv.py"]) == ["11_4D.py", "56_conv.py"]
+    assert [row["done"] for row in report["problems"].values()] == [False, False, True]
+    with pytest.raises(ValueError, match="'7': no problem of the report"):
+        suite_bench.undo(report, ["7"])

@@ -38,6 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("--device", choices=Device.values, default=settings.RUNNER_DEVICE,
                             help=f"default RUNNER_DEVICE, now {settings.RUNNER_DEVICE!r}")
         parser.add_argument("--limit", type=int, default=25, help="problems to do in this run (0: all left)")
+        parser.add_argument("--again", default="",
+                            help="problems done before to do again, by number or file name (e.g. 11,56,68)")
         parser.add_argument("--candidates", type=int, default=4,
                             help="each playbook search's candidate budget (default 4)")
         parser.add_argument("--batch", type=int, default=0,
@@ -59,6 +61,12 @@ class Command(BaseCommand):
         device = opts["device"]
         path = Path(opts["json"])
         report = suite_bench.load_report(path)
+        if opts["again"]:
+            try:
+                again = suite_bench.undo(report, [name.strip() for name in opts["again"].split(",") if name.strip()])
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+            self.stderr.write(f"to do again: {', '.join(again)}")
         root = Path(opts["problems"])
         if not root.is_dir():
             raise CommandError(f"{root}: not a folder")
@@ -98,9 +106,9 @@ class Command(BaseCommand):
 
     def _in_child(self, opts) -> int:
         arguments = []
-        for name in ("problems", "suite", "json", "device", "limit", "candidates", "batch", "memory_gb",
+        for name in ("problems", "suite", "json", "device", "limit", "again", "candidates", "batch", "memory_gb",
                      "max_seconds", "jobs_in_flight", "pool_size"):
-            if opts[name] is not None:
+            if opts[name] is not None and opts[name] != "":
                 arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
         return rerun_on_database("bench_suite", arguments, opts["device"], opts["database"])
 
