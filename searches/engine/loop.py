@@ -313,15 +313,16 @@ def _start_next_round(search_id: int) -> bool:
             records.finish(search_id, Search.Status.COMPLETED, ending)
             return True
         parents = choose_parents(search)
-        unjudged = Kernel.objects.filter(search=search, round=finished, status=Verdict.FAILED)
-        if not parents and unjudged.exists():
-            # nothing was wrong with these kernels that anyone knows: the worker could not run them
-            # (its device full of other work, a worker that kept dying); resuming runs them again
-            records.set_status(search_id, Search.Status.PAUSED,
-                               f"paused after round {finished}: {unjudged.count()} candidate(s) could not be "
-                               f"evaluated ({unjudged.first().reason}). Resume the search to evaluate them again.")
-            return True
         if not parents:
+            unjudged = Kernel.objects.filter(search=search, round=finished, status=Verdict.FAILED)
+            if unjudged.exists():
+                # nothing was wrong with these kernels that anyone knows: the worker could not run them
+                # (its device full of other work, a worker that kept dying); resuming runs them again
+                records.set_status(search_id, Search.Status.PAUSED,
+                                   f"paused after round {finished}: {unjudged.count()} candidate(s) could not be "
+                                   f"evaluated ({unjudged.first().reason}). Resume the search to evaluate them "
+                                   "again.")
+                return True
             reason = f"stopped after round {finished}: no correct kernel to build on"
             if search.sol_stop_percent and at_speed_of_light(search):
                 reason = (f"every branch reached {search.sol_stop_percent}% of its speed of light after round "

@@ -18,13 +18,13 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LEVEL1 = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench" / "level1"
-# file -> (rows after shrinking, the solution's C body or None for the cheat, the outcome expected)
+# file -> (rows after shrinking, the solution's C body or None for the cheat, its passes, the outcome expected)
 PROBLEMS = {
-    "19_ReLU.py": (64, "v > 0.f ? v : 0.f", "correct"),  # slow: 32 passes
-    "20_LeakyReLU.py": (64, "2.f * v", "incorrect"),
-    "21_Sigmoid.py": (64, None, "rejected"),
-    "22_Tanh.py": (64, "tanhf(v)", "correct"),  # slow: 32 passes
-    "30_Softsign.py": (1024, "v / (1.f + fabsf(v))", "correct"),  # one pass, no temporaries
+    "19_ReLU.py": (64, "v > 0.f ? v : 0.f", 32, "correct"),  # slow
+    "20_LeakyReLU.py": (64, "2.f * v", 1, "incorrect"),
+    "21_Sigmoid.py": (64, None, 1, "rejected"),
+    "22_Tanh.py": (64, "tanhf(v)", 32, "correct"),  # slow
+    "30_Softsign.py": (1024, "v / (1.f + fabsf(v))", 1, "correct"),  # one pass, no temporaries
 }
 SUITE = "KernelBench L1 sweep (e2e)"
 DEADLINE_S = 400  # each wait: two validations with torch.compile baselines, then two evaluations, on two cores
@@ -59,7 +59,7 @@ def build(source):
     return ctypes.CDLL(library)
 
 
-lib = build(SOURCE.replace("@PASSES@", "@N@").replace("@BODY@", "@EXPRESSION@"))
+lib = build(SOURCE)
 
 
 class ModelNew(nn.Module):
@@ -97,13 +97,13 @@ def shrunk(name: str, rows: int) -> str:
 def solution(body: str | None, passes: int) -> str:
     if body is None:
         return CHEAT
-    return SOLUTION.replace("@N@", str(passes)).replace("@EXPRESSION@", body)
+    return SOLUTION.replace("@PASSES@", str(passes)).replace("@BODY@", body)
 
 
 def test_import_validate_sweep_and_read_fast_p(logged_in_page, stack, tmp_path):
     problems = tmp_path / "KernelBench" / "level1"
     problems.mkdir(parents=True)
-    for name, (rows, _, _) in PROBLEMS.items():
+    for name, (rows, _, _, _) in PROBLEMS.items():
         (problems / name).write_text(shrunk(name, rows))
     done = stack.manage("import_problems", str(problems.parent), "--suite", SUITE, "--device", "cpu", "--validate")
     assert done.returncode == 0, done.stderr
@@ -120,10 +120,10 @@ def test_import_validate_sweep_and_read_fast_p(logged_in_page, stack, tmp_path):
 
     # KernelBench's run layout: level1/<number>_<name>/kernel.py.
     run = tmp_path / "run" / "level1"
-    for name, (_, body, _) in PROBLEMS.items():
+    for name, (_, body, passes, _) in PROBLEMS.items():
         folder = run / name.removesuffix(".py").rstrip("_")
         folder.mkdir(parents=True)
-        (folder / "kernel.py").write_text(solution(body, 1 if name.startswith("30_") else 32))
+        (folder / "kernel.py").write_text(solution(body, passes))
     done = stack.manage("sweep_solutions", str(run.parent), "--suite", SUITE, "--user", stack.username)
     assert done.returncode == 0, done.stderr
     assert "5 queued, 0 unmatched, 0 refused, of 5 files." in done.stdout, done.stdout
@@ -139,7 +139,7 @@ def test_import_validate_sweep_and_read_fast_p(logged_in_page, stack, tmp_path):
     cells = page.locator(".suite-score table.per-problem tbody tr").evaluate_all(
         "rows => rows.map(r => Array.from(r.cells).map(c => c.textContent.trim()))")
     # number -> outcome; the inputs read from the shrunk sources: 64 (or 1024) × 4096 floats
-    assert {c[1]: c[4] for c in cells} == {name.split("_")[0]: outcome for name, (_, _, outcome) in PROBLEMS.items()}
+    assert {c[1]: c[4] for c in cells} == {name.split("_")[0]: outcome for name, (*_, outcome) in PROBLEMS.items()}
     assert {c[1]: c[3] for c in cells}["30"] == "16.8 MB"
 
     # The JSON export says the same; its geomean is that of the three correct problems' stored speedups.
