@@ -44,7 +44,8 @@ def render(problem_source: str, family: str, target: str, recipe: Recipe, varian
     source = prelude.defines(params) + (spec.device_code(facts) if spec.device_code else "") + parts.source
     if target == "cuda":
         header = prelude.CUDA_HEADER
-        build = prelude.CUDA_BUILD.replace("@KERNELS@", repr(parts.kernels)).replace("@SETUP@", parts.setup)
+        build = (prelude.CUDA_BUILD.replace("@KERNELS@", repr(parts.kernels)).replace("@SETUP@", parts.setup)
+                 .replace("@ARCH@", prelude.cuda_arch(parts.arch_suffix)))
         source = prelude.CUDA_COMMON + source
     else:
         header, build = prelude.CPU_HEADER, prelude.CPU_BUILD.replace("@FLAGS@", repr(parts.flags))

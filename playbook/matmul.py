@@ -127,6 +127,39 @@ else:
     return Parts(macros + _CU_MATMUL_MACROS + GEMM_CORE + _CU_TF32X3, launch, kernels=("mm_tf32x3", "mm_tiled"))
 
 
+# 3xTF32 on Hopper's wgmma (sm_90a): B is split once into TF32 hi/lo parts, transposed to K-major (N x K, what
+# wgmma reads for TF32) and zero-padded; a 128 x 128 block of two warpgroups streams 32-deep k-tiles of A and of
+# both B parts through a STAGES-deep cp.async ring (B in the 128-byte-swizzled layout of wgmma's shared-memory
+# descriptors), splits its A fragments in registers and issues wgmma m64n128k8 for lo*hi + hi*lo + hi*hi. Every
+# FLUSH k-steps the tensor-core partial (summed from zero: tensor cores round toward zero) is added to the fp32
+# accumulators with FADD. Blocks run in groups of GROUP_M block-rows for L2 reuse. Other GPUs, K % 4 != 0 or
+# unaligned operands fall back to mm_tiled.
+_CU_WGMMA = kernel_source("matmul/wgmma_tf32x3.cu")
+
+
+def _cuda_wgmma(params):
+    fallback = gemm_variant(128, 64, 8, 8, 4, 1)
+    threads = (fallback["bm"] // fallback["tm"]) * (fallback["bn"] // fallback["tn"])
+    shared = params["stages"] * (2 * 128 * 32 * 4 + 128 * 36 * 4) + 1024  # WG_SMEM in the kernel
+    launch = f"""
+aligned = all(t.data_ptr() % 16 == 0 for t in (a, b, c))
+if _WGMMA and K > 0 and K % 4 == 0 and N < 2 ** 21 and batch < 2 ** 16 and aligned:
+    Np, Kp = (N + 127) // 128 * 128, (K + 31) // 32 * 32
+    bt = torch.empty((2, batch, Np, Kp), dtype=torch.float32, device=a.device)
+    _launch('mm_split_bt', (Kp // 32, Np // 32, batch), (32, 8), _ptr(b), _ptr(bt), _n(K), _n(N), _n(Kp), _n(Np),
+            _n(sb), _n(batch * Np * Kp))
+    _launch('mm_wgmma_tf32x3', ((M + 127) // 128 * (Np // 128), 1, batch), (256,), _ptr(a), _ptr(bt), _ptr(c),
+            _n(M), _n(N), _n(K), _n(Kp), _n(Np), _n(sa), _n(sc), _n(batch * Np * Kp), shared={shared})
+else:
+    _launch('mm_tiled', ((N + 63) // 64, (M + 127) // 128, batch), ({threads},), {_ARGS})"""
+    setup = ("_WGMMA = torch.cuda.get_device_capability() == (9, 0)  # wgmma: Hopper (sm_90a) only\n"
+             "if _WGMMA:\n"
+             f"    _kernels['mm_wgmma_tf32x3'].max_dynamic_shared_size_bytes = {shared}\n")
+    macros = "".join(f"#define {k.upper()} {v}\n" for k, v in fallback.items())
+    return Parts(macros + _CU_MATMUL_MACROS + GEMM_CORE + _CU_WGMMA, launch,
+                 kernels=("mm_split_bt", "mm_wgmma_tf32x3", "mm_tiled"), setup=setup, arch_suffix="a")
+
+
 _ARGS = "_ptr(a), _ptr(b), _ptr(c), _n(M), _n(N), _n(K), _n(sa), _n(sb), _n(sc)"
 
 
@@ -154,6 +187,18 @@ CUDA = (
            "The straightforward kernel: each thread computes one C element as a dot product over K, reading A "
            "and B straight from global memory (B coalesced across the warp, A broadcast).",
            ({"kernel": "mm_naive", "tile": 16},), _cuda_simple),
+    Recipe("wgmma_tf32x3", "3xTF32 on Hopper warpgroup tensor cores (wgmma), fp32-accurate",
+           "On H100/H200 the tensor cores reach their full TF32 rate only through wgmma (warpgroup-wide, "
+           "asynchronous, B read from shared memory). Split each operand into a TF32 high part "
+           "and the TF32 rounding of the remainder and sum hi*hi + hi*lo + lo*hi, which keeps fp32 accuracy: B is "
+           "split and transposed once (wgmma reads TF32 B only K-major), A is split in registers. A 128x128 block of "
+           "two warpgroups issues wgmma m64n128k8 from a multi-stage cp.async ring of 32-deep tiles held in the "
+           "128-byte-swizzled layout wgmma's descriptors read. Tensor cores round their accumulation toward zero, so "
+           "every few k-steps are summed from zero and added to the fp32 total with ordinary adds. Needs sm_90a; "
+           "other GPUs fall back to a register-blocked kernel.",
+           ({"stages": 4, "flush": 4, "group_m": 8}, {"stages": 4, "flush": 2, "group_m": 8},
+            {"stages": 4, "flush": 1, "group_m": 8}, {"stages": 3, "flush": 4, "group_m": 16}),
+           _cuda_wgmma),
     Recipe("double_buffering", "Double-buffered shared-memory tiles to hide global-load latency",
            "Keep two shared-memory stages: while the warps multiply the current BK slice, the next slice's global "
            "loads are already in flight into registers, then stored into the other stage; one barrier per "

@@ -51,7 +51,7 @@ import torch.nn as nn
 CUDA_BUILD = '''\
 def _compile(source):
     major, minor = torch.cuda.get_device_capability()
-    return cupy.RawModule(code=source, options=("-std=c++17", f"-arch=sm_{major}{minor}"))
+    return cupy.RawModule(code=source, options=("-std=c++17", f"-arch=sm_{major}{minor}@ARCH@"))
 
 
 _module = _compile(_SOURCE)
@@ -68,6 +68,13 @@ def _launch(kernel, grid, block, *args, shared=0):
     with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
         kernel(grid, block, args, shared_mem=shared)
 '''
+
+
+def cuda_arch(suffix: str) -> str:
+    """What CUDA_BUILD's @ARCH@ becomes: nothing, or an f-string field adding `suffix` (e.g. "a") to the
+    target on GPUs of compute capability 9.0 and up (sm_90a, sm_100a: the arch-specific targets)."""
+    return "{%r if major >= 9 else ''}" % suffix if suffix else ""
+
 
 # Device helpers shared by the CUDA sources: warp and block reductions in float and double.
 CUDA_COMMON = kernel_source("common/cuda_common.cuh")

@@ -16,6 +16,9 @@ class Parts:
     flags: tuple[str, ...] = ()  # extra C compiler flags (cpu)
     kernels: tuple[str, ...] = ()  # __global__ names to load (cuda)
     setup: str = ""  # module-level lines run once after the build (cuda)
+    # appended to the target on GPUs of compute capability 9.0 and up, for their arch-specific features
+    # ("a": -arch=sm_90a, which wgmma needs); empty: the plain -arch=sm_XY (cuda)
+    arch_suffix: str = ""
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,10 @@ _CU_THREE_PASS = kernel_source("softmax/three_pass.cu")
 # shared memory for the write pass; STREAM marks the output (and the last read) as streaming.
 _CU_ONLINE = kernel_source("softmax/online.cu")
 
+# A persistent grid of clusters, each taking rows from a counter and keeping the next STAGES
+# slices in flight (cp.async) while it reduces and writes a row: one read and one write of HBM.
+_CU_PIPELINED = kernel_source("softmax/pipelined.cu")
+
 
 def _cuda_three_pass(params):
     launch = "_launch('softmax_rows', (rows,), (BLOCK,), _ptr(x), _ptr(y), _n(rows), _n(cols))"
@@ -138,6 +142,25 @@ def _cuda_cluster(params):
     return Parts(_CU_ONLINE, launch, kernels=("softmax_cluster",))
 
 
+def _cuda_pipelined(params):
+    ctas, threads, per, stages = params["ctas"], params["threads"], params["per"], params["stages"]
+    capacity, shared = ctas * threads * per * 4, stages * threads * per * 16
+    launch = (f"if cols % {4 * ctas} or cols > {capacity} or rows >= 2 ** 31 or x.data_ptr() % 16 or y.data_ptr() % 16:\n"
+              f"    raise ValueError(f'this kernel splits a row of up to {capacity} float32 values, a multiple of "
+              f"{4 * ctas}, 16-byte aligned, over {ctas} blocks; got {{cols}}')\n"
+              "work = _WORK.get(x.device)\n"
+              "if work is None:  # the row counter, zeroed once; each launch leaves it at zero\n"
+              "    work = _WORK[x.device] = torch.empty(2, dtype=torch.int32, device=x.device)\n"
+              "    _launch('softmax_work_reset', (1,), (1,), _ptr(work))\n"
+              f"clusters = min(rows, _SMS * {params['occupancy']} // {ctas})\n"
+              f"_launch('softmax_pipelined', (clusters * {ctas},), ({threads},), _ptr(x), _ptr(y), _n(rows), _n(cols), "
+              f"_ptr(work), shared={shared})")
+    setup = (f"_kernels['softmax_pipelined'].max_dynamic_shared_size_bytes = {shared}\n"
+             "_SMS = cupy.cuda.Device().attributes['MultiProcessorCount']\n"
+             "_WORK = {}\n")
+    return Parts(_CU_ONLINE + _CU_PIPELINED, launch, kernels=("softmax_pipelined", "softmax_work_reset"), setup=setup)
+
+
 def _v(block, warp_rows=0, stage=0, stream=0, vec=1, reverse=0):
     return {"block": block, "warp_rows": warp_rows, "stage": stage, "stream": stream, "vec": vec, "reverse": reverse}
 
@@ -148,6 +171,19 @@ CUDA = (
            "through shared memory, then the sum of exp(x - max), then write the normalised values. Reads each "
            "row three times.",
            ({"block": 256}, {"block": 512}, {"block": 1024}), _cuda_three_pass),
+    Recipe("pipelined_clusters", "Persistent clusters that hold each row once and load the next rows while writing",
+           "Reading the row twice costs a third of the traffic, and holding it once in a cluster (below) left "
+           "the memory idle while each block waited on its barriers. Make the grid persistent: a cluster of "
+           "blocks owns one row at a time, taking rows from a counter in global memory, and every block keeps "
+           "the slices of its next rows in flight in shared memory (cp.async) while it reduces and writes the "
+           "current one from registers: a slice's buffer is refilled as soon as the slice is in registers. One "
+           "cluster barrier per row, after which every warp merges the cluster's per-warp (max, sum) pairs "
+           "from distributed shared memory itself; exp is taken once per value. Variants trade buffers per "
+           "block (STAGES) for blocks per multiprocessor (OCCUPANCY).",
+           ({"ctas": 8, "threads": 256, "per": 8, "stages": 1, "occupancy": 4},
+            {"ctas": 8, "threads": 256, "per": 8, "stages": 2, "occupancy": 3},
+            {"ctas": 8, "threads": 128, "per": 16, "stages": 2, "occupancy": 3},
+            {"ctas": 8, "threads": 256, "per": 8, "stages": 3, "occupancy": 2}), _cuda_pipelined),
     Recipe("reverse_write_pass", "Walk the write pass backwards so the re-read of the row comes from L2",
            "After the statistics pass, the end of each row is what was read last and is still in L2, while its "
            "start has likely been evicted by the other rows in flight. Writing the row from its end backwards "

@@ -1,7 +1,7 @@
 """Every CUDA kernel the playbook renders for the catalog's GPU problems compiles for the H200's
-architecture (sm_90) with NVRTC, the compiler the kernels are built with on the GPU host, here on a
-machine without a GPU: NVRTC needs no device. The options are the kernels' own
-(playbook/prelude.py: -std=c++17 -arch=sm_XY)."""
+architecture (sm_90, or sm_90a for a kernel that asks for the arch-specific target: wgmma) with NVRTC,
+the compiler the kernels are built with on the GPU host, here on a machine without a GPU: NVRTC needs
+no device. The options are the kernels' own (playbook/prelude.py: -std=c++17 -arch=sm_XY[a])."""
 
 import ast
 import ctypes
@@ -30,10 +30,15 @@ def nvrtc():
     return ctypes.CDLL(found[0])
 
 
-def compile_source(nvrtc, source: str, name: str) -> tuple[int, str]:
+def kernel_arch(recipe, variant: int) -> str:
+    """The target the kernel module compiles itself for on the H200: sm_90 plus its Parts' arch_suffix."""
+    return ARCH + recipe.render(recipe.variants[variant % len(recipe.variants)]).arch_suffix
+
+
+def compile_source(nvrtc, source: str, name: str, arch: str = ARCH, extra: tuple[str, ...] = ()) -> tuple[int, str]:
     program = ctypes.c_void_p()
     assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None) == 0
-    options = [b"-std=c++17", f"-arch={ARCH}".encode()]
+    options = [b"-std=c++17", f"-arch={arch}".encode(), *(option.encode() for option in extra)]
     try:
         status = nvrtc.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(*options))
         size = ctypes.c_size_t()
@@ -63,7 +68,8 @@ def test_every_cuda_kernel_of_the_playbook_compiles_for_the_h200(nvrtc, problem)
                 rendered = playbook.render(problem.source, problem.family, "cuda", recipe, variant)
             except playbook.ReadError:
                 continue
-            status, log = compile_source(nvrtc, module_source(rendered), f"{recipe.slug}_{variant}.cu")
+            status, log = compile_source(nvrtc, module_source(rendered), f"{recipe.slug}_{variant}.cu",
+                                         kernel_arch(recipe, variant))
             compiled += 1
             if status != 0:
                 failures.append(f"{recipe.slug}/{variant}: {log.strip()[:600]}")

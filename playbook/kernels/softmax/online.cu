@@ -91,11 +91,8 @@ extern "C" __global__ void softmax_online(const float* __restrict__ x, float* __
     }
 }
 
-#if CLUSTER
-// A row split over a cluster of CLUSTER blocks (Hopper's thread-block clusters): each block keeps its
-// slice in registers (PER float4 a thread), the blocks' (max, sum) pairs merge through distributed
-// shared memory, and the row is written from the registers: one read and one write of HBM, where the
-// kernels above read the row twice.
+// Hopper thread-block clusters: a block's rank, a release/acquire barrier over the whole cluster,
+// and loads/stores of another block's shared memory (distributed shared memory).
 __device__ __forceinline__ unsigned cluster_rank() {
     unsigned rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
@@ -111,7 +108,17 @@ __device__ __forceinline__ float2 cluster_load(const float2* local, unsigned ran
     asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
     return v;
 }
+__device__ __forceinline__ void cluster_store(int* local, unsigned rank, int value) {
+    unsigned address = (unsigned)__cvta_generic_to_shared(local), remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+    asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(remote), "r"(value) : "memory");
+}
 
+#if CLUSTER
+// A row split over a cluster of CLUSTER blocks (Hopper's thread-block clusters): each block keeps its
+// slice in registers (PER float4 a thread), the blocks' (max, sum) pairs merge through distributed
+// shared memory, and the row is written from the registers: one read and one write of HBM, where the
+// kernels above read the row twice.
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, MIN_BLOCKS)
 softmax_cluster(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 cols) {
     __shared__ float sm[32], ss[32];
