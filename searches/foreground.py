@@ -143,12 +143,18 @@ def problem_for(reference: str, say) -> Problem:
                                    family=entry.family)
 
 
+def queue_validation(problem: Problem) -> None:
+    """A validation job for a problem waiting for one, unless one is queued or running already."""
+    if problem.validation_status in (Problem.Validation.PENDING, Problem.Validation.RUNNING) and \
+            not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
+        services.problem_request_validation(problem=problem, user=None)
+
+
 def validated(problem: Problem, worker: EvaluatorChild, say) -> Problem:
     """The problem once its validation job (queued here if none is) has run on the worker."""
     waiting = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
     if problem.validation_status in waiting:
-        if not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
-            services.problem_request_validation(problem=problem, user=None)
+        queue_validation(problem)
         if problem.device != worker.device:
             raise CommandError(f"{problem} waits for validation on {problem.device}; run this on a "
                                f"{problem.device} host (or start an evaluator there).")

@@ -15,8 +15,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from searches import seeds, services
-from searches.foreground import problem_for, validated
+from searches import seeds
+from searches.foreground import problem_for, queue_validation, validated
 from searches.management.benchmarks import bench_worker, rerun_on_database
 from searches.models import Device
 
@@ -54,9 +54,7 @@ class Command(BaseCommand):
         with worker:
             problems = [problem_for(key, self.stderr.write) for key in keys]
             for problem in problems:  # queued together: the evaluator validates several at once
-                queued = problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists()
-                if problem.validation_status == problem.Validation.PENDING and not queued:
-                    services.problem_request_validation(problem=problem, user=None)
+                queue_validation(problem)
             problems = [validated(problem, worker, self.stderr.write) for problem in problems]
             self.stderr.write(f"Searching {len(problems)} problems on {device}: R={opts['rounds']} "
                               f"B={opts['parents']} I={opts['ideas']} K={opts['kernels']}…")
