@@ -8,14 +8,13 @@ import time
 
 from django.utils import timezone
 
-from searches import selectors, services
+from searches import selectors, services, throughput
 from searches.foreground import Engines, EvaluatorChild
-from searches.models import EvaluationJob, Problem, Search
+from searches.models import Problem, Search
 
 GPU_SEEDS = ("softmax-4096x65536", "layernorm-16x64x256x256", "matmul-4096x4096", "conv2d-100x3x224x224",
              "conv-relu-maxpool-100x3x224x224")
 CPU_SEEDS = ("softmax-cpu", "layernorm-cpu", "gelu-cpu")
-PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 
 
 def run(*, problems: list[Problem], worker: EvaluatorChild, shape: dict, max_seconds: float) -> list[Search]:
@@ -27,21 +26,13 @@ def run(*, problems: list[Problem], worker: EvaluatorChild, shape: dict, max_sec
                                           name=f"seed benchmark: {problem.name}", **shape) for problem in problems]
         for search in searches:
             engines.start(search.id)
-        worker.wait(lambda: time.monotonic() - began > max_seconds or all(_done(s.id) for s in searches)
+        worker.wait(lambda: time.monotonic() - began > max_seconds or all(throughput.finished(s.id) for s in searches)
                     or engines.died())
         for search in searches:
             search.refresh_from_db()
             if search.status in Search.ACTIVE:
                 services.search_pause(search=search, user=None)
-    for search in searches:
-        search.wall_s = ((search.finished_at or timezone.now()) - search.started_at).total_seconds()
     return searches
-
-
-def _done(search_id: int) -> bool:
-    status = Search.objects.values_list("status", flat=True).get(pk=search_id)
-    pending = EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=PENDING).exists()
-    return status not in Search.ACTIVE and not pending
 
 
 def row(search: Search) -> dict:
@@ -52,7 +43,8 @@ def row(search: Search) -> dict:
     out = {"problem": problem.catalog_key or problem.name, "status": search.status, "stop_reason": search.stop_reason,
            "eager_ms": baseline.get("eager_ms"), "compile_ms": baseline.get("compile_ms"),
            "candidates": search.candidates_evaluated, "rounds": search.current_round,
-           "kernels": sum(selectors.search_counts(search=search).values()), "wall_s": round(search.wall_s, 1),
+           "kernels": sum(selectors.search_counts(search=search).values()),
+           "wall_s": round(((search.finished_at or timezone.now()) - search.started_at).total_seconds(), 1),
            "date": timezone.now().date().isoformat(), "best_ms": None}
     if not board:
         return out

@@ -37,7 +37,7 @@ def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max
         window = _Window(started, max_seconds)
         for search in started:
             engines.start(search.id)
-        worker.wait(lambda: window.over() or all(_finished(s.id) for s in started) or engines.died())
+        worker.wait(lambda: window.over() or all(finished(s.id) for s in started) or engines.died())
         window.close()
     return window.as_dict()
 
@@ -89,7 +89,8 @@ def _pending(search_id: int) -> int:
     return EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=PENDING).count()
 
 
-def _finished(search_id: int) -> bool:
+def finished(search_id: int) -> bool:
+    """The search has ended and none of its jobs (verified reruns too) is queued or running."""
     status = Search.objects.values_list("status", flat=True).get(pk=search_id)
     return status not in Search.ACTIVE and not _pending(search_id)
 
