@@ -11,6 +11,16 @@ import threading
 _device_locks = {"cpu": threading.Lock(), "cuda": threading.Lock()}
 
 
+def timing_cpus(threads: int) -> list[int]:
+    """The cores CPU timing runs on: the last `threads` this process may use, the same for every
+    timed process, so a candidate's blocks and the eager baseline's blocks between them
+    (runner/pairing.py) meet the same core and its neighbours' load, not whichever core the
+    scheduler gave each process (on a shared host a per-core difference moved whole runs by
+    20% or more, docs/BENCHMARKS.md). CPU 0, which takes most of the host's housekeeping, last."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return allowed[-max(1, min(threads, len(allowed))):]
+
+
 class DeviceLock:
     """Nothing else runs on a GPU while a candidate or a baseline is judged there: a lock inside
     this process and a file lock across processes (several workers on one host). On the CPU the

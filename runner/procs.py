@@ -73,6 +73,16 @@ def threads(pids):
             yield pid, int(task)
 
 
+def pin(pids, cpus) -> None:
+    """Every thread of `pids` onto `cpus` (sched_setaffinity); a thread that is gone is skipped.
+    Threads started later inherit the set of the thread that starts them."""
+    for _, tid in threads(pids):
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            pass
+
+
 def sched_seconds(pids) -> tuple[float, float] | None:
     """(running, waiting for a CPU) seconds so far of every thread of `pids`, from the kernel's
     per-thread accounting (`schedstat`: time on a CPU and time runnable on a run queue, in ns);

@@ -93,8 +93,11 @@ class LateReplay:
 
     def plan(self, calls: int) -> None:
         """The loop times `calls` calls: only the last eligible one is copied for the end's check
-        (a copy after every call evicts the next call's data from the caches, the candidate's only)."""
+        (a copy after every call evicts the next call's data from the caches, the candidate's only),
+        and the checked calls spread over all of them (at most `limit`)."""
         self.last_call = next((j for j in range(calls - 1, -1, -1) if self.eligible(j)), -1)
+        if self.limit:
+            self.block = max(self.block, -(-calls // self.limit))
 
     def _check(self, i: int, inputs, outs) -> None:
         self.checked.append(i)

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import batchclock, exchange, gpumem, gpustate, isolation, limits, sampling, schema, watchdog
-from .devicelock import DeviceLock
+from . import batchclock, exchange, gpumem, gpustate, isolation, limits, procs, sampling, schema, watchdog
+from .devicelock import DeviceLock, timing_cpus
 from .errors import RunnerError
 from .streams import Tail, classify_exit
 
@@ -336,6 +336,8 @@ class Sandbox:
                     lock = DeviceLock(self.device).acquire()
                     deadline += time.monotonic() - waited
                     compiling.promote(self.cgroups)  # build priority: the GPU phases run at normal priority
+                    if self.device == "cpu":
+                        procs.pin(self.pids(), timing_cpus(self.threads))
                     self.send({"go": True})
                 elif message.get("kind") == "verdict":
                     result = message.get("result")
@@ -367,9 +369,13 @@ class Sandbox:
                 self.measurements.on_timing({"what": "batch", "at": "end"})
             self.send(reply)
 
+    def pids(self) -> list[int]:
+        """The sandbox's processes: those its cgroup lists, else its process and every one below it."""
+        return (self.cgroups.processes() if self.cgroups else None) or procs.descendants(self.process.pid)
+
     def cpu_seconds(self) -> tuple[float, float] | None:
         """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings)."""
-        return batchclock.readings(self.process.pid, self.cgroups.processes() if self.cgroups else None)
+        return batchclock.readings(self.process.pid, self.pids())
 
     def take_exchange(self) -> int:
         """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""

@@ -4,8 +4,8 @@ on every distribution, its Python binding is not) into a BPF program that bubble
 Default allow, a deny-list of calls a kernel never needs and an escape would: mounts and
 namespaces (the candidate's view of the filesystem is built by bubblewrap before the
 filter applies), tracing and reading other processes' memory, the kernel keyring, BPF,
-module and kexec loading, io_uring (its operations pass by the filter), userfaultfd and
-perf events. clone3 answers ENOSYS so libc falls back to clone, whose namespace flags are
+module and kexec loading, io_uring (its operations pass by the filter), userfaultfd,
+perf events, and moving its own threads off the cores it is timed on. clone3 answers ENOSYS so libc falls back to clone, whose namespace flags are
 refused; other architectures' calls (int 0x80) kill the process (libseccomp's default).
 """
 
@@ -25,6 +25,7 @@ DENIED = (
     "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "syslog", "iopl", "ioperm", "settimeofday",
     "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "vhangup", "uselib",
     "lookup_dcookie", "personality", "fanotify_init", "landlock_create_ruleset",
+    "sched_setaffinity",  # the parent pins timed processes to the timing cores (devicelock.timing_cpus)
 )
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x04000000, 0x08000000, 0x02000000)
 # CLONE_NEWNS, NEWUSER, NEWPID, NEWNET, NEWUTS, NEWIPC, NEWCGROUP

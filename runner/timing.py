@@ -26,6 +26,10 @@ import time
 # Enough repetitions for a stable median, within a time budget per measurement.
 MIN_REPS = 10
 MAX_REPS = 500
+# A paired measurement's cap: blocks of up to 125 calls, so the first calls after each switch between the
+# candidate's process and the eager baseline's (cold caches, both sides) weigh little in a block's median
+# even for calls of tens of µs (docs/BENCHMARKS.md, 2026-12-04).
+PAIRED_MAX_REPS = 2000
 WARMUP_S = 0.05
 SETTLE_REPS, SETTLE_S, SETTLE_CI, SETTLE_EVERY = 100, 0.1, 0.005, 25
 PAIRED_BLOCKS = 16  # a CPU candidate's timed calls, in blocks between the eager baseline's (runner/pairing.py)
@@ -78,10 +82,10 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (pos - below)
 
 
-def repetitions(estimate_ms: float, budget_s: float) -> int:
+def repetitions(estimate_ms: float, budget_s: float, cap: int = MAX_REPS) -> int:
     if estimate_ms <= 0:
-        return MAX_REPS
-    return max(MIN_REPS, min(MAX_REPS, int(budget_s * 1000 / estimate_ms)))
+        return cap
+    return max(MIN_REPS, min(cap, int(budget_s * 1000 / estimate_ms)))
 
 
 def settled(samples_ms: list[float], elapsed_s: float) -> bool:
@@ -106,7 +110,7 @@ def time_cpu(fn, input_sets: list, *, budget_s: float = 0.6, on_output=None, pai
     start = _perf_counter()
     fn(*input_sets[0])
     estimate = (_perf_counter() - start) * 1000
-    reps = repetitions(estimate, budget_s)
+    reps = repetitions(estimate, budget_s, PAIRED_MAX_REPS if pair is not None else MAX_REPS)
     size = max(1, reps // PAIRED_BLOCKS) if pair is not None else 0
     reps = size * (reps // size) if size else reps
     if size and on_plan is not None:

@@ -26,7 +26,7 @@ NOT_WRITABLE = ("Read-only file system", "Permission denied")  # a read-only mou
 
 EXPECTED = {
     "umount_tmp": DENIED, "mount_tmpfs": DENIED, "unshare_user": DENIED, "ptrace_parent": DENIED,
-    "process_vm_readv": DENIED, "keyctl": DENIED, "setuid_root": DENIED,
+    "process_vm_readv": DENIED, "keyctl": DENIED, "setuid_root": DENIED, "move_cores": DENIED,
     "read_shadow": ABSENT, "read_database": ABSENT, "read_canary": ABSENT, "write_repository": (ABSENT, "Permission denied"),
     "host_tmp": ABSENT, "unix_socket": ABSENT, "write_venv": NOT_WRITABLE, "write_runner": NOT_WRITABLE,
     "poison_baselines": "no baseline cache visible", "home_cache": "Permission denied",

@@ -1,12 +1,17 @@
 """Baselines are timed like candidates: holding the device lock, and an out-of-memory
 validation is the device's failure, never the problem's. Real CPU sandboxes."""
 
+import os
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
 import runner
-from runner import baselines, evaluation
+from runner import baselines, evaluation, procs
+from runner.devicelock import timing_cpus
 from runner.errors import DeviceBusy
 
 # Each forward sleeps, so one validation's timing lasts most of a second: long enough that
@@ -84,3 +89,31 @@ def test_a_problem_past_its_own_limits_stays_invalid(cpu_pool):
     result = cpu_pool.validate(broken, seed=0)
     assert result["status"] == "invalid"
     assert "ValueError" in result["reason"]
+
+
+def test_timing_cores_are_the_last_allowed_ones():
+    allowed = sorted(os.sched_getaffinity(0))
+    assert timing_cpus(1) == allowed[-1:]
+    assert timing_cpus(10_000) == allowed
+    assert timing_cpus(0) == allowed[-1:]
+
+
+def test_pin_moves_every_thread_of_a_process():
+    child = subprocess.Popen([sys.executable, "-c", "import threading, time\n"
+                              "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+                              "time.sleep(30)"])
+    try:
+        tids = []
+        for _ in range(100):  # until its second thread has started
+            tids = [tid for _, tid in procs.threads([child.pid])]
+            if len(tids) >= 2:
+                break
+            time.sleep(0.05)
+        assert len(tids) >= 2
+        target = timing_cpus(1)
+        procs.pin([child.pid], target)
+        assert all(os.sched_getaffinity(tid) == set(target) for tid in tids)
+        procs.pin([child.pid + 10_000_000], target)  # gone: skipped
+    finally:
+        child.kill()
+        child.wait()
