@@ -14,10 +14,12 @@ def read(shape) -> dict:
     module = submodule(shape, {"LayerNorm"})
     if module:
         require_whole(shape, f"{module}({shape.first_input})", "layernorm")
-        # the module read once: each self.<name> goes through nn.Module.__getattr__, microseconds
-        # a call in Python that a small CPU problem's kernel time cannot hide
-        return {"input": shape.first_input, "module": module, "normalized": "_norm.normalized_shape",
-                "weight": "_norm.weight", "bias": "_norm.bias", "eps": "_norm.eps"}
+        # the module and its parameters read from their dicts: self.ln, .weight and .bias each go through
+        # nn.Module.__getattr__, about a microsecond a lookup, which a small CPU problem's ~20 µs call
+        # cannot hide (docs/BENCHMARKS.md, CPU playbook kernels)
+        return {"input": shape.first_input, "module": f"self._modules[{module.split('.', 1)[1]!r}]",
+                "normalized": "_norm.normalized_shape", "weight": "_norm._parameters['weight']",
+                "bias": "_norm._parameters['bias']", "eps": "_norm.eps"}
     found = calls(shape.forward, {"layer_norm"})
     if not found:
         raise ReadError("could not find nn.LayerNorm or F.layer_norm in Model")
@@ -128,6 +130,37 @@ _launch('ln_normalize', (rows * chunks,), ({threads},), _ptr(x), _ptr(weight), _
 '''
 
 
+# A persistent grid walking the rows together: each block's part of a row in registers, a grid-wide
+# barrier between the chunk statistics and the normalise, the next row's part loading meanwhile.
+_CU_PERSISTENT = kernel_source("layernorm/persistent.cu")
+
+
+def _cuda_persistent(params):
+    threads, per, occupancy = params["threads"], params["per"], params["occupancy"]
+    capacity, shared = threads * per * 4, threads * per * 16
+    launch = f"""
+blocks = min(_SMS * {occupancy}, -(-n // {4 * threads}))
+chunk = -(-n // blocks)
+chunk += -chunk % 4
+blocks = -(-n // chunk)  # no block without columns
+aligned = all(t.data_ptr() % 16 == 0 for t in (x, y, weight, bias) if t is not None)
+if n % 4 or chunk > {capacity} or not aligned:
+    raise ValueError(f'this kernel splits a row of float32 values, a multiple of 4 and 16-byte aligned, over at '
+                     f'most {{_SMS * {occupancy}}} blocks of {capacity} values; got rows of {{n}}')
+sync = _SYNC.get(x.device)
+if sync is None:  # the barrier's counters, zeroed once; each launch leaves them at zero
+    sync = _SYNC[x.device] = torch.empty(2, dtype=torch.int32, device=x.device)
+    _launch('ln_sync_reset', (1,), (1,), _ptr(sync))
+part = torch.empty(4 * blocks, dtype=torch.float64, device=x.device)
+_launch('ln_persistent', (blocks,), ({threads},), _ptr(x), _ptr(weight), _ptr(bias), _ptr(y), _ptr(part), _ptr(sync),
+        _n(rows), _n(n), _n(chunk), _f(eps), shared={shared})
+"""
+    setup = (f"_kernels['ln_persistent'].max_dynamic_shared_size_bytes = {shared}\n"
+             "_SMS = cupy.cuda.Device().attributes['MultiProcessorCount']\n"
+             "_SYNC = {}\n")
+    return Parts(_CU_PERSISTENT, launch, kernels=("ln_persistent", "ln_sync_reset"), setup=setup)
+
+
 def _cuda_row(params):
     launch = (f"_launch('ln_rows', (rows,), ({params['block']},), _ptr(x), _ptr(weight), _ptr(bias), _ptr(y), "
               "_n(rows), _n(n), _f(eps))")
@@ -164,6 +197,18 @@ CUDA = (
            "The chunked statistics and Chan merge with 32-bit loads: for rows whose length or alignment rules out "
            "float4.",
            (_c(256, 16, vec=0), _c(512, 8, vec=0)), _cuda_chunked),
+    Recipe("persistent_grid_barrier", "One persistent grid walks the rows: chunk in registers, a grid-wide barrier, "
+           "the next row loading meanwhile",
+           "Split rows still read x twice, and x is far larger than L2. Launch one block per SM (or two) for the "
+           "whole tensor and walk the rows together: each block keeps its part of the current row in registers, "
+           "reduces it to (mean, M2), and waits at a grid-wide barrier (an atomic counter) for the other blocks' "
+           "pairs, which every block then merges with Chan's formula in double before writing its part from "
+           "registers. The next row's part streams into shared memory with cp.async as soon as this row's is in "
+           "registers, so HBM stays busy through the barrier: one read of x, one write of y. x's loads and y's stores "
+           "are marked evict-first in L2, so the weight and bias that every row reads again stay there.",
+           ({"threads": 512, "per": 16, "occupancy": 1, "stream": 1}, {"threads": 1024, "per": 8, "occupancy": 1, "stream": 1},
+            {"threads": 1024, "per": 8, "occupancy": 1, "stream": 0}),
+           _cuda_persistent),
 )
 
 FAMILIES = (Family("layernorm", read, forward, {"cpu": CPU, "cuda": CUDA}),)
