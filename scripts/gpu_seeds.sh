@@ -4,7 +4,7 @@
 # fresh SQLite file. Writes under $OUT: seeds.json (the rows; docs/benchmarks/seed_problems.json keeps
 # them), seeds.txt (the table), seeds.err, gpu.txt.
 #   usage (on the GPU host, from the repo root, .whl carried): OUT=/tmp/out scripts/gpu_seeds.sh
-#   ROUNDS (2), PARENTS (1), IDEAS (4), KERNELS (2), KEYS (the five), MAX_SECONDS (420).
+#   ROUNDS (3), PARENTS (2), IDEAS (3), KERNELS (2): bench_seeds' own defaults; KEYS (the five), MAX_SECONDS (400).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-seeds}
@@ -13,8 +13,8 @@ export PYTHONUNBUFFERED=1 RUNNER_DEVICE=cuda LOG_LEVEL=${LOG_LEVEL:-WARNING}
 export KERNELLAB_CACHE_DIR=${KERNELLAB_CACHE_DIR:-$(mktemp -d)}
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-max=${MAX_SECONDS:-420}
-knobs=(--rounds "${ROUNDS:-2}" --parents "${PARENTS:-1}" --ideas "${IDEAS:-4}" --kernels "${KERNELS:-2}"
+max=${MAX_SECONDS:-400}
+knobs=(--rounds "${ROUNDS:-3}" --parents "${PARENTS:-2}" --ideas "${IDEAS:-3}" --kernels "${KERNELS:-2}"
        --max-seconds "$max")
 [ -n "${KEYS:-}" ] && knobs+=(--keys "$KEYS")
 status=0
