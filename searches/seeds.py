@@ -45,7 +45,8 @@ def row(search: Search) -> dict:
            "candidates": search.candidates_evaluated, "rounds": search.current_round,
            "kernels": sum(selectors.search_counts(search=search).values()),
            "wall_s": round(((search.finished_at or timezone.now()) - search.started_at).total_seconds(), 1),
-           "date": timezone.now().date().isoformat(), "best_ms": None}
+           "date": timezone.now().date().isoformat(), "load_average": [round(v, 2) for v in os.getloadavg()],
+           "best_ms": None}
     if not board:
         return out
     best = board[0]

@@ -31,6 +31,7 @@ def test_seed_searches_report_the_stored_best_kernel_of_each_problem(tmp_path):
             low, high = row["ci95_ms"]
             assert low <= row["best_ms"] <= high
             assert row["precision"] == "fp32" and row["eager_ms"] > 0 and row["wall_s"] > 0
+            assert len(row["load_average"]) == 3 and all(v >= 0 for v in row["load_average"])
             lo, hi = row["paired_ci95"]  # CPU: eager timed between the kernel's blocks
             assert lo <= row["paired_speedup_vs_eager"] <= hi
             assert f"{row['best_ms']:.4f} [{low:.4f}, {high:.4f}]" in result.stdout
