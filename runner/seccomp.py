@@ -5,8 +5,9 @@ Default allow, a deny-list of calls a kernel never needs and an escape would: mo
 namespaces (the candidate's view of the filesystem is built by bubblewrap before the
 filter applies), tracing and reading other processes' memory, the kernel keyring, BPF,
 module and kexec loading, io_uring (its operations pass by the filter), userfaultfd,
-perf events, and moving its own threads off the cores it is timed on. clone3 answers ENOSYS so libc falls back to clone, whose namespace flags are
-refused; other architectures' calls (int 0x80) kill the process (libseccomp's default).
+perf events, and moving its own threads off the cores it is timed on. clone3 answers
+ENOSYS so libc falls back to clone, whose namespace flags are refused; other
+architectures' calls (int 0x80) kill the process (libseccomp's default).
 """
 
 from __future__ import annotations

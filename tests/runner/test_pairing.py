@@ -98,7 +98,7 @@ def test_time_cpu_runs_equal_blocks_and_the_whole_budget():
         asked.append((calls, size))
         return True
 
-    # a call of ~1 µs: MAX_REPS calls unless one call took over 2 s / 500 (a budget no honest host misses)
+    # a call of ~1 µs: PAIRED_MAX_REPS calls unless one call took over 1 ms (a budget no honest host misses)
     measured = timing.time_cpu(lambda: None, [()], budget_s=2.0, pair=pair)
     n = len(measured["samples_ms"])
     size = asked[0][1]
