@@ -7,7 +7,8 @@ N = out channels, K = C * KH * KW, gathered on the fly."""
 import ast
 import textwrap
 
-from .matmul import GEMM_CORE, gemm_variant
+from .matmul import GEMM_CORE, WGMMA_HELPERS, gemm_variant
+from .prelude import defines
 from .reading import ReadError, argument, calls, constructed, require_whole, returned, static_value, submodule
 from .recipes import Family, Parts, Recipe, bind
 from .sources import kernel_source
@@ -181,6 +182,8 @@ _CU_POOL = kernel_source("conv/pool.cu")
 
 _CU_REG_TILED = kernel_source("conv/reg_tiled.cu")
 
+_CU_WGMMA = kernel_source("conv/wgmma_tf32x3.cu")
+
 
 def _cu_source(body: str, pool: bool) -> str:
     return (body + (_CU_POOL if pool else "")).replace("GEOMETRY", _GEOMETRY_C)
@@ -277,6 +280,42 @@ else:
     return Parts(source, launch, kernels=fallback.kernels + kernels, setup=setup)
 
 
+def _cuda_wgmma(params):
+    """The implicit GEMM on Hopper's wgmma in 3xTF32; elsewhere, or where its shared memory or sizes do not
+    fit, the best direct kernel."""
+    pool, stages = params["relu"], params["stages"]
+    out = "conv_out" if pool else "y"
+    direct = {"relu": pool, **dict(zip(_DC_KEYS, _DC_SHAPES["4x5"]))}
+    fallback = _cuda_reg_tiled(direct)
+    # a 128-pixel tile spans at most rows_max output rows; its input rows (xr x xw per channel) are staged whole
+    wgmma = f"""
+_launch('cw_split', ((Np * Kp + 255) // 256,), (256,), _ptr(weight), _ptr(bt), _n(cout), _n(K), _n(Kp), _n(Np),
+        _n(Np * Kp))
+tiles = nb * ((oh * ow + 127) // 128) * (Np // 96)
+_launch('conv_wgmma_tf32x3', (min(tiles, _SMS),), (256,), _ptr(x), _ptr(bt), _ptr(bias), _ptr({out}), *geometry,
+        _n(Kp), _n(Np), _n(Np * Kp), _n(xr), _n(xw), shared=cw_shared)""" + (_POOL_LAUNCH if pool else "")
+    launch = f"""
+K = cin * kh * kw
+Np, Kp = (cout + 95) // 96 * 96, (K + 31) // 32 * 32
+xr = (min(oh, 127 // ow + 2) - 1) * sh + (kh - 1) * dh + 1
+xw = (ow - 1) * sw + (kw - 1) * dw + 1
+cw_shared = {stages} * 24576 + 1024 + 8 * ((cin * xr * xw + 3) // 4 * 4) + 4 * Kp  # ring, two row buffers, taps
+if _WGMMA and cw_shared <= _SHARED_LIMIT and Kp // 32 >= {stages - 1} and max(x.numel(), {out}.numel()) < 2 ** 31:
+    bt = torch.empty((2, Np, Kp), dtype=torch.float32, device=x.device)
+{textwrap.indent(wgmma.strip(), '    ')}
+else:
+{textwrap.indent(textwrap.dedent(fallback.launch).strip(), '    ')}"""
+    setup = fallback.setup + (
+        "_WGMMA = torch.cuda.get_device_capability() == (9, 0)  # wgmma: Hopper (sm_90a) only\n"
+        "_SMS = cupy.cuda.Device().attributes['MultiProcessorCount']\n"
+        "if _WGMMA:\n"
+        "    _kernels['conv_wgmma_tf32x3'].max_dynamic_shared_size_bytes = _SHARED_LIMIT\n")
+    source = defines({k: v for k, v in direct.items() if k != "relu"}) + fallback.source + WGMMA_HELPERS + \
+        _CU_WGMMA.replace("GEOMETRY", _GEOMETRY_C)
+    return Parts(source, launch, kernels=fallback.kernels + ("cw_split", "conv_wgmma_tf32x3"), setup=setup,
+                 arch_suffix="a")
+
+
 def _cuda_recipes(relu):
     tail = " ReLU is applied in the epilogue and a small kernel max-pools the result." if relu else ""
     return (
@@ -284,7 +323,24 @@ def _cuda_recipes(relu):
                "The straightforward kernel: each thread loops over input channels and the kernel window for one "
                "output value." + (" ReLU fused into the store, then a max-pool kernel." if relu else ""),
                ({"relu": relu},), _cuda_direct),
-        _reg_tiled_recipe(relu),  # the starting kernel stays the plain one; ideas follow, fastest first
+        # the starting kernel stays the plain one; ideas follow, fastest first
+        Recipe("implicit_gemm_wgmma_tf32x3",
+               "Implicit GEMM on Hopper warpgroup tensor cores in 3xTF32 (wgmma), fp32-accurate",
+               "The direct kernels top out near 70% of the fp32 FMA ceiling; the tensor cores have seven times the "
+               "rate in TF32. Treat the convolution as a GEMM of pixels by out-channels over C x KH x KW taps and "
+               "run it on wgmma, keeping fp32 accuracy with three TF32 products per pair (hi*hi + hi*lo + lo*hi, "
+               "where hi is the TF32 rounding and lo the TF32 rounding of the rest): the weights are split once, "
+               "the patch values in registers. A persistent grid walks tiles of 128 pixels x 96 channels; a "
+               "tile's input rows are staged whole in shared memory (double-buffered: the next tile's load while "
+               "this one computes), so each patch value is read there by address instead of gathered tap by tap "
+               "from global memory; the weights stream through a multi-stage cp.async ring that runs on from one "
+               "tile into the next (K is only a dozen 32-deep tiles). Every few k-steps the tensor cores' partial "
+               "sums (which truncate) are added to the fp32 totals with ordinary adds. Needs sm_90a; other GPUs "
+               "take the register-tiled direct kernel." + tail,
+               tuple({"relu": relu, "stages": stages, "flush": flush}
+                     for stages, flush in ((4, 2), (3, 2), (4, 1), (4, 4))),
+               _cuda_wgmma),
+        _reg_tiled_recipe(relu),
         Recipe("direct_oc_blocked",
                "Direct convolution blocked over output channels, weights broadcast from shared memory",
                "With few input channels and a large kernel window (K = C x KH x KW taps), the gather of an implicit "

@@ -134,6 +134,7 @@ else:
 # FLUSH k-steps the tensor-core partial (summed from zero: tensor cores round toward zero) is added to the fp32
 # accumulators with FADD. Blocks run in groups of GROUP_M block-rows for L2 reuse. Other GPUs, K % 4 != 0 or
 # unaligned operands fall back to mm_tiled.
+WGMMA_HELPERS = kernel_source("common/wgmma.cuh")  # also the conv's
 _CU_WGMMA = kernel_source("matmul/wgmma_tf32x3.cu")
 
 
@@ -156,7 +157,7 @@ else:
              "if _WGMMA:\n"
              f"    _kernels['mm_wgmma_tf32x3'].max_dynamic_shared_size_bytes = {shared}\n")
     macros = "".join(f"#define {k.upper()} {v}\n" for k, v in fallback.items())
-    return Parts(macros + _CU_MATMUL_MACROS + GEMM_CORE + _CU_WGMMA, launch,
+    return Parts(macros + _CU_MATMUL_MACROS + GEMM_CORE + WGMMA_HELPERS + _CU_WGMMA, launch,
                  kernels=("mm_split_bt", "mm_wgmma_tf32x3", "mm_tiled"), setup=setup, arch_suffix="a")
 
 
