@@ -68,6 +68,16 @@ extern "C" __global__ void __launch_bounds__(256, 1)
         p0 = (mt - n * per_image) * CW_BM;
         oh0 = p0 / (int)OW;
     };
+    // This thread's three 16-byte chunks of each weight tile (96 rows x 8 chunks; chunk c of row r sits at
+    // c ^ r % 8, the 128-byte swizzle): offsets in the weights and in the stage, fixed for the whole kernel.
+    int b_src[3];
+    unsigned b_dst[3];
+    #pragma unroll
+    for (int u = 0; u < 3; ++u) {
+        const int e = tid + u * 256, r = e >> 3, c = e & 7;
+        b_src[u] = r * (int)Kp + c * 4;
+        b_dst[u] = r * 128 + ((c ^ (r & 7)) << 4);
+    }
     // the loads run ahead of the compute, one step per call, in step order
     int load_j = 0, load_kt = 0, load_n = 0, load_p0 = 0, load_oh0 = 0, load_nt = 0;
     auto load = [&](int stage) {
@@ -91,11 +101,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
         const unsigned base = ring + stage * CW_STAGE_BYTES;
         const float* b_hi = bt + (i64)load_nt * CW_BN * Kp + kt * CW_BK;
         #pragma unroll
-        for (int u = 0; u < 3; ++u) {  // 96 rows x 8 chunks of 16 bytes; chunk c sits at (c ^ row % 8)
-            const int e = tid + u * 256, r = e >> 3, c = e & 7;
-            const unsigned swizzled = r * 128 + ((c ^ (r & 7)) << 4);
-            wg_copy16(base + swizzled, b_hi + r * Kp + c * 4, 16);
-            wg_copy16(base + CW_B_BYTES + swizzled, b_hi + lo_offset + r * Kp + c * 4, 16);
+        for (int u = 0; u < 3; ++u) {
+            wg_copy16(base + b_dst[u], b_hi + b_src[u], 16);
+            wg_copy16(base + CW_B_BYTES + b_dst[u], b_hi + lo_offset + b_src[u], 16);
         }
         if (++load_kt == tiles_k) {
             load_kt = 0;
@@ -181,20 +189,28 @@ extern "C" __global__ void __launch_bounds__(256, 1)
         // The tile is done. Accumulator layout (m64nNk8, f32): acc[4c + 2h + v] is row 16w + g + 8h, column
         // 8c + 2t + v. A warp's stores of one (c, v) cover 8 neighbouring pixels of 4 channels: 32-byte runs.
         const int n0 = ((int)blockIdx.x + j * (int)gridDim.x) % tiles_n * CW_BN;
+        const bool full = n0 + CW_BN <= (int)OC;  // uniform: no per-column test
+        float b[24];  // bias of this thread's columns 8c + 2t + v
+        #pragma unroll
+        for (int c = 0; c < 12; ++c)
+            #pragma unroll
+            for (int v = 0; v < 2; ++v) {
+                const int col = n0 + 8 * c + 2 * t + v;
+                b[2 * c + v] = bias != nullptr && (full || col < (int)OC) ? bias[col] : 0.0f;
+            }
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int p = p0 + r0 + 8 * h;
             if (p >= P) continue;
-            float* out = y + (i64)n * OC * P + p;
+            float* out = y + ((i64)n * OC + n0 + 2 * t) * P + p;
             #pragma unroll
             for (int c = 0; c < 12; ++c) {
                 #pragma unroll
                 for (int v = 0; v < 2; ++v) {
-                    const int col = n0 + 8 * c + 2 * t + v;
-                    if (col >= OC) continue;
-                    float r = acc[4 * c + 2 * h + v] + (bias != nullptr ? bias[col] : 0.0f);
+                    if (!full && n0 + 8 * c + 2 * t + v >= (int)OC) continue;
+                    float r = acc[4 * c + 2 * h + v] + b[2 * c + v];
                     if (RELU) r = r < 0.0f ? 0.0f : r;
-                    out[(i64)col * P] = r;
+                    out[(8 * c + v) * P] = r;
                 }
             }
         }
