@@ -1,8 +1,9 @@
 """2D convolution (nn.Conv2d held as self.<name> so weights copy by name), alone or followed by
-ReLU and max-pooling. CUDA's fastest idea is a register-tiled direct convolution (11x11 stride-4
-kernels, AlexNet's conv1; other shapes fall back to the output-channel-blocked direct kernel); the
-implicit GEMMs run on matmul.py's register-blocked core: M = batch * OH * OW output pixels,
-N = out channels, K = C * KH * KW, gathered on the fly."""
+ReLU and max-pooling. CUDA's fastest idea is an implicit GEMM on Hopper's warpgroup tensor cores in
+3xTF32 (M = batch * OH * OW output pixels, N = out channels, K = C * KH * KW taps); off Hopper it
+falls back to the fastest fp32 one, a register-tiled direct convolution (11x11 stride-4 kernels,
+AlexNet's conv1; other shapes take the output-channel-blocked direct kernel). The plain implicit
+GEMMs run on matmul.py's register-blocked core, gathering the patches on the fly."""
 
 import ast
 import textwrap
@@ -287,7 +288,6 @@ def _cuda_wgmma(params):
     out = "conv_out" if pool else "y"
     direct = {"relu": pool, **dict(zip(_DC_KEYS, _DC_SHAPES["4x5"]))}
     fallback = _cuda_reg_tiled(direct)
-    # a 128-pixel tile spans at most rows_max output rows; its input rows (xr x xw per channel) are staged whole
     wgmma = f"""
 _launch('cw_split', ((Np * Kp + 255) // 256,), (256,), _ptr(weight), _ptr(bt), _n(cout), _n(K), _n(Kp), _n(Np),
         _n(Np * Kp))
@@ -297,6 +297,8 @@ _launch('conv_wgmma_tf32x3', (min(tiles, _SMS),), (256,), _ptr(x), _ptr(bt), _pt
     launch = f"""
 K = cin * kh * kw
 Np, Kp = (cout + 95) // 96 * 96, (K + 31) // 32 * 32
+# a 128-pixel tile spans at most min(oh, 127 // ow + 2) output rows, whose input rows (xr x xw a channel)
+# the kernel stages whole, in two buffers
 xr = (min(oh, 127 // ow + 2) - 1) * sh + (kh - 1) * dh + 1
 xw = (ow - 1) * sw + (kw - 1) * dw + 1
 cw_shared = {stages} * 24576 + 1024 + 8 * ((cin * xr * xw + 3) // 4 * 4) + 4 * Kp  # ring, two row buffers, taps

@@ -27,4 +27,3 @@ extern "C" __global__ void max_pool(const float* __restrict__ in, float* __restr
         }
     out[idx] = m;
 }
-
