@@ -8,7 +8,7 @@ GEMMs run on matmul.py's register-blocked core, gathering the patches on the fly
 import ast
 import textwrap
 
-from .matmul import GEMM_CORE, WGMMA_HELPERS, gemm_variant
+from .matmul import GEMM_CORE, WGMMA_GATE, WGMMA_HELPERS, gemm_variant
 from .prelude import defines
 from .reading import ReadError, argument, calls, constructed, require_whole, returned, static_value, submodule
 from .recipes import Family, Parts, Recipe, bind
@@ -307,8 +307,7 @@ if _WGMMA and cw_shared <= _SHARED_LIMIT and Kp // 32 >= {stages - 1} and max(x.
 {textwrap.indent(wgmma.strip(), '    ')}
 else:
 {textwrap.indent(textwrap.dedent(fallback.launch).strip(), '    ')}"""
-    setup = fallback.setup + (
-        "_WGMMA = torch.cuda.get_device_capability() == (9, 0)  # wgmma: Hopper (sm_90a) only\n"
+    setup = fallback.setup + WGMMA_GATE + (
         "_SMS = cupy.cuda.Device().attributes['MultiProcessorCount']\n"
         "if _WGMMA:\n"
         "    _kernels['conv_wgmma_tf32x3'].max_dynamic_shared_size_bytes = _SHARED_LIMIT\n")

@@ -134,7 +134,8 @@ else:
 # FLUSH k-steps the tensor-core partial (summed from zero: tensor cores round toward zero) is added to the fp32
 # accumulators with FADD. Blocks run in groups of GROUP_M block-rows for L2 reuse. Other GPUs, K % 4 != 0 or
 # unaligned operands fall back to mm_tiled.
-WGMMA_HELPERS = kernel_source("common/wgmma.cuh")  # also the conv's
+WGMMA_HELPERS = kernel_source("common/wgmma.cuh")  # also the conv's, as is the module line that gates them
+WGMMA_GATE = "_WGMMA = torch.cuda.get_device_capability() == (9, 0)  # wgmma: Hopper (sm_90a) only\n"
 _CU_WGMMA = kernel_source("matmul/wgmma_tf32x3.cu")
 
 
@@ -153,8 +154,7 @@ if _WGMMA and K > 0 and K % 4 == 0 and N < 2 ** 21 and batch < 2 ** 16 and align
             _n(M), _n(N), _n(K), _n(Kp), _n(Np), _n(sa), _n(sc), _n(batch * Np * Kp), shared={shared})
 else:
     _launch('mm_tiled', ((N + 63) // 64, (M + 127) // 128, batch), ({threads},), {_ARGS})"""
-    setup = ("_WGMMA = torch.cuda.get_device_capability() == (9, 0)  # wgmma: Hopper (sm_90a) only\n"
-             "if _WGMMA:\n"
+    setup = (WGMMA_GATE + "if _WGMMA:\n"
              f"    _kernels['mm_wgmma_tf32x3'].max_dynamic_shared_size_bytes = {shared}\n")
     macros = "".join(f"#define {k.upper()} {v}\n" for k, v in fallback.items())
     return Parts(macros + _CU_MATMUL_MACROS + GEMM_CORE + WGMMA_HELPERS + _CU_WGMMA, launch,
