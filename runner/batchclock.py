@@ -16,14 +16,15 @@ was not.
 On the CPU a wall clock says little on cores shared with other work (a batch's sum takes in
 every spike of the host's load that a median leaves out: three times the median was seen on
 two busy cores). There the parent reads, from the kernel, the CPU time the sandbox's
-processes ran during each batch (`/proc/*/task/*/schedstat`; time spent waiting for a core
-is not in it), and the slope of that per thread the sandbox may use is the per-call time an
-honest median is not below; a median under half of it, after five rounds, is `rejected`.
-Without those readings the wall-clock slope serves, rejecting only past three times it.
+processes ran during each batch (its cgroup's CPU accounting, which keeps the time of
+processes that exited meanwhile; time spent waiting for a core is not in it), and the slope
+of that per thread the sandbox may use is the per-call time an honest median is not below; a
+median under half of it, after five rounds, is `rejected`. Without those readings (no cgroup)
+the wall-clock slope serves, rejecting only past three times it.
 
 A batch's wall clock also takes in the time the sandbox's threads waited for a CPU on a busy
-host (`schedstat`'s run-queue time, read the same way): a batch that waited more than
-HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batches where each
+host (`schedstat`'s run-queue time, of the threads alive at each reading): a batch that waited
+more than HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batches where each
 size has one. Rounds after a suspicious one wait ROUND_PAUSE_S first, so that a passing disturbance
 (another process starting on the GPU) can end; a suspicious slope that rests on disturbed batches
 gets more rounds (up to DISTURBED_ROUNDS), and one that still does is noisy, never rejected: a
@@ -190,10 +191,18 @@ class BatchClock:
         return "rejected", why
 
 
-def readings(pid: int, pids: list[int] | None = None) -> tuple[float, float] | None:
-    """(running, waiting) seconds so far of the sandbox's processes: `pids` where its cgroup
-    lists them, else `pid` and every process below it."""
-    return sched_seconds(pids if pids else descendants(pid))
+def readings(pid: int, pids: list[int] | None = None,
+             cgroup_s: float | None = None) -> tuple[float | None, float | None] | None:
+    """(running, waiting) seconds so far of the sandbox's processes; None when neither can be read.
+    Running is `cgroup_s`, the CPU time its cgroup accounts, exited processes included; without
+    it None (the wall clock then serves): live threads' counts miss a helper process that starts
+    and exits between two readings, and a candidate could hide its work there. Waiting, a busy
+    host's sign rather than the kernel's work, from the live threads of `pids` (where its
+    cgroup lists them), else of `pid` and every process below it."""
+    live = sched_seconds(pids if pids else descendants(pid))
+    if live is None and cgroup_s is None:
+        return None
+    return cgroup_s, (live[1] if live else None)
 
 
 def _positive(value, zero: bool = False) -> bool:

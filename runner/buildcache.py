@@ -9,8 +9,12 @@ sandbox is warm and has run only the runner's code:
   sha256 against the entry's manifest) and copied in, mtimes kept, owned by the slot's uid, so
   torch's ninja finds everything up to date and runs no compiler;
 - after the sandbox has exited (every process of it gone, its tmpfs kept alive by that
-  descriptor alone), a build it made is copied out (regular files only, never through a link,
-  bounded in size) and published under the key with one rename: an entry is never overwritten.
+  descriptor alone), a build it made is copied out and published under the key with one rename:
+  an entry is never overwritten. Only what the build's own build.ninja names is copied (its
+  outputs, a linked ELF .so among them, the sources in its folder, ninja's records), regular
+  files only, never through a link, streamed and hashed in chunks, within a size counted by the
+  larger of a file's length and its allocated blocks (a sparse file counts at its length); a
+  folder holding anything else, however large, costs the parent nothing but a directory listing.
 
 The key is the sha256 of the whole kernel file, the problem's (its code runs in the same
 sandbox and could rewrite the build it leaves behind), the compile flags the environment sets,
@@ -34,6 +38,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import ninja
 from .procs import parent_pid
 from .version import RUNNER_VERSION
 
@@ -50,11 +55,12 @@ def enabled() -> bool:
 
 
 def entry_limit_bytes() -> int:
-    """The most one published build may hold (KERNELLAB_BUILD_CACHE_ENTRY_MB, default 512)."""
+    """The most one published build may hold (KERNELLAB_BUILD_CACHE_ENTRY_MB, default 128; a
+    load_inline build with CUDA takes a few MB), each file counted by footprint()."""
     try:
-        return max(1, int(os.environ.get("KERNELLAB_BUILD_CACHE_ENTRY_MB", "512"))) * 1024 * 1024
+        return max(1, int(os.environ.get("KERNELLAB_BUILD_CACHE_ENTRY_MB", "128"))) * 1024 * 1024
     except ValueError:
-        return 512 * 1024 * 1024
+        return 128 * 1024 * 1024
 
 
 FILES_MAX = 4096
@@ -112,10 +118,11 @@ def key(kernel_source: str, problem_source: str, device: str, environment: dict)
 # --- the sandbox's build folder, held by the parent ------------------------------------------
 
 class Held:
-    """A directory descriptor of a sandbox's TORCH_EXTENSIONS_DIR and the uid that owns it."""
+    """A directory descriptor of a sandbox's TORCH_EXTENSIONS_DIR, the uid that owns it and the
+    folder's path as the sandbox sees it (torch writes the sources into build.ninja by that path)."""
 
-    def __init__(self, fd: int, uid: int):
-        self.fd, self.uid = fd, uid
+    def __init__(self, fd: int, uid: int, inside: str | None = None):
+        self.fd, self.uid, self.inside = fd, uid, (inside.rstrip("/") if inside else None)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -141,7 +148,7 @@ def hold(sandbox) -> Held | None:
     if info.st_uid != sandbox.slot.uid or not stat.S_ISDIR(info.st_mode):
         os.close(fd)
         return None
-    return Held(fd, sandbox.slot.uid)
+    return Held(fd, sandbox.slot.uid, inside)
 
 
 def _inner_pid(sandbox) -> int | None:
@@ -185,18 +192,20 @@ def restore(held: Held, cache_key: str) -> bool:
             if any(p in ("", ".", "..") for p in parts):
                 raise ValueError(relative)
             folder = _folders(held, parts[:-1], opened)
-            data = (entry / TREE / relative).read_bytes()
-            if len(data) != facts["size"] or hashlib.sha256(data).hexdigest() != facts["sha256"]:
-                raise ValueError(relative)
-            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, facts["mode"] & 0o755,
-                         dir_fd=folder)
-            written.append((folder, parts[-1]))
+            source = os.open(entry / TREE / relative, os.O_RDONLY | os.O_NOFOLLOW)
             try:
-                _write_all(fd, data)
-                os.fchown(fd, held.uid, held.uid)
-                os.utime(fd, ns=(facts["mtime_ns"], facts["mtime_ns"]))
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             facts["mode"] & 0o755, dir_fd=folder)
+                written.append((folder, parts[-1]))
+                try:
+                    if _stream(source, fd, facts["size"]) != facts["sha256"]:
+                        raise ValueError(relative)  # removed again below with the rest
+                    os.fchown(fd, held.uid, held.uid)
+                    os.utime(fd, ns=(facts["mtime_ns"], facts["mtime_ns"]))
+                finally:
+                    os.close(fd)
             finally:
-                os.close(fd)
+                os.close(source)
         _used(entry)
         return True
     except (OSError, ValueError, KeyError, TypeError):
@@ -232,33 +241,181 @@ def _write_all(fd: int, data: bytes) -> None:
 
 # --- publish ---------------------------------------------------------------------------------
 
+NINJA = "build.ninja"
+NINJA_OWN = (".ninja_log", ".ninja_deps")  # ninja's records of commands and headers: its up-to-date check
+NINJA_LIMIT = 1024 * 1024
+CHUNK = 1024 * 1024
+ELF = b"\x7fELF"
+
+
 def publish(held: Held, cache_key: str) -> bool:
-    """After the sandbox has exited: its build folder, if it holds a built extension, becomes the
-    entry for `cache_key`, unless one exists. Links, devices and pipes are never followed or kept."""
+    """After the sandbox has exited: the files its builds' own build.ninja name become the entry
+    for `cache_key`, unless one exists. Nothing else of the folder is read; links, devices and
+    pipes are never followed; each file is copied and hashed as a stream."""
     folder = cache_dir()
     if (folder / cache_key).exists():
         return False
-    files = _collect(held)
-    if not files or not any(name.endswith(".so") for name in files):
+    named = _named(held)
+    if not named:
         return False
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     staging = folder / f".staging-{secrets.token_hex(8)}"
     try:
         manifest = {"key": cache_key, "runner_version": RUNNER_VERSION, "published_at": time.time(), "files": {}}
-        for relative, (data, mode, mtime_ns) in files.items():
+        for relative, info in sorted(named.items()):
             target = staging / TREE / relative
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            target.write_bytes(data)
-            manifest["files"][relative] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                                           "mode": mode, "mtime_ns": mtime_ns}
+            manifest["files"][relative] = {"size": info.st_size, "sha256": _copy_out(held, relative, info, target),
+                                           "mode": stat.S_IMODE(info.st_mode), "mtime_ns": info.st_mtime_ns}
         (staging / MANIFEST).write_text(json.dumps(manifest))
         os.rename(staging, folder / cache_key)  # fails if the entry exists: never overwritten
-    except OSError:
+    except (OSError, ValueError):
         return False
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     evict()
     return True
+
+
+def footprint(info: os.stat_result) -> int:
+    """What a file costs the cache: its length, or the blocks it holds if more. A sparse file
+    counts at its length, which is what its copy would take."""
+    return max(info.st_size, info.st_blocks * 512)
+
+
+def _named(held: Held) -> dict[str, os.stat_result]:
+    """relative path -> fstat of every file the build folders' build.ninja name; {} if there is
+    none, or they hold more than one entry may (files or bytes)."""
+    files: dict[str, os.stat_result] = {}
+    with os.scandir(held.fd) as entries:
+        for count, entry in enumerate(entries):
+            if count >= FILES_MAX:
+                return {}
+            if entry.is_dir(follow_symlinks=False):
+                files.update({f"{entry.name}/{name}": info for name, info in _build(held, entry.name).items()})
+    if len(files) > FILES_MAX or sum(footprint(info) for info in files.values()) > entry_limit_bytes():
+        return {}
+    return files
+
+
+def _build(held: Held, build: str) -> dict[str, os.stat_result]:
+    """The files one build folder's build.ninja names, each a regular file directly in the folder:
+    build.ninja, ninja's records, every output and the inputs that lie in the folder. {} unless
+    every output is there and one of them is a linked library (.so, an ELF file)."""
+    try:
+        folder = os.open(build, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=held.fd)
+    except OSError:
+        return {}
+    try:
+        text = _head(folder, NINJA, NINJA_LIMIT + 1)
+        if not text or len(text) > NINJA_LIMIT:
+            return {}
+        plan = ninja.statements(text.decode(errors="replace"))
+        base = f"{held.inside}/{build}" if held.inside else None
+        outputs = [_local(path, base) for statement in plan for path in statement.outputs]
+        if not outputs or None in outputs:
+            return {}  # nothing made, or something made outside the folder or under a variable's name
+        inputs = [_local(path, base) for statement in plan for path in statement.inputs]
+        wanted = {NINJA, *outputs, *(name for name in inputs if name is not None)}  # others: the toolchain's
+        if len(wanted) > FILES_MAX:
+            return {}
+        files = {}
+        for name in sorted(wanted) + [name for name in NINJA_OWN if name not in wanted]:
+            info = _regular(folder, name)
+            if info is None and name not in NINJA_OWN:
+                return {}
+            if info is not None:
+                files[name] = info
+        libraries = [name for name in outputs if name.endswith(".so")]
+        if not libraries or not all(_head(folder, name, 4) == ELF for name in libraries):
+            return {}  # nothing was linked: an empty or made-up .so is no build
+        return files
+    finally:
+        os.close(folder)
+
+
+def _local(path: str | None, base: str | None) -> str | None:
+    """`path` as a name directly in the build folder (ninja runs there; torch writes the sources
+    there by absolute path); None for anything elsewhere or unknown."""
+    if path is None:
+        return None
+    if path.startswith("/"):
+        if not base or not path.startswith(base + "/"):
+            return None
+        path = path[len(base) + 1:]
+    name = os.path.normpath(path)
+    return name if "/" not in name and name not in ("", ".", "..") else None
+
+
+def _open_regular(folder: int, name: str) -> tuple[int, os.stat_result] | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return None  # a link (O_NOFOLLOW), or absent
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return None
+    return fd, info
+
+
+def _regular(folder: int, name: str) -> os.stat_result | None:
+    opened = _open_regular(folder, name)
+    if opened is not None:
+        os.close(opened[0])
+    return opened and opened[1]
+
+
+def _head(folder: int, name: str, limit: int) -> bytes:
+    """The first `limit` bytes of a regular file; b"" if it is not one."""
+    opened = _open_regular(folder, name)
+    if opened is None:
+        return b""
+    try:
+        return os.read(opened[0], limit)
+    finally:
+        os.close(opened[0])
+
+
+def _copy_out(held: Held, relative: str, info: os.stat_result, target: Path) -> str:
+    """Copy one named file to `target` in chunks; its sha256. ValueError if it is not the file
+    that was sized (another inode, another length)."""
+    build, name = relative.split("/")
+    folder = os.open(build, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=held.fd)
+    try:
+        opened = _open_regular(folder, name)
+    finally:
+        os.close(folder)
+    if opened is None:
+        raise ValueError(relative)
+    fd, now = opened
+    try:
+        if (now.st_ino, now.st_size) != (info.st_ino, info.st_size):
+            raise ValueError(relative)
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            return _stream(fd, out, info.st_size)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _stream(source: int, target: int, size: int) -> str:
+    """Copy exactly `size` bytes, in chunks, hashing on the way; ValueError if there are not."""
+    digest, copied = hashlib.sha256(), 0
+    while True:
+        chunk = os.read(source, min(CHUNK, size + 1 - copied))
+        if not chunk:
+            break
+        copied += len(chunk)
+        if copied > size:
+            raise ValueError("longer than it said")
+        digest.update(chunk)
+        _write_all(target, chunk)
+    if copied != size:
+        raise ValueError("shorter than it said")
+    return digest.hexdigest()
 
 
 def _used(entry: Path) -> None:
@@ -299,36 +456,6 @@ def evict() -> list[str]:
         total -= size
         removed.append(entry.name)
     return removed
-
-
-def _collect(held: Held) -> dict[str, tuple[bytes, int, int]]:
-    """Regular files under the held folder: relative path -> (content, mode, mtime_ns); {} if it
-    holds more than a build may (files or bytes)."""
-    files, total = {}, 0
-    for top, _dirs, names, dir_fd in os.fwalk(".", dir_fd=held.fd, follow_symlinks=False):
-        for name in names:
-            if name in SKIP:
-                continue
-            try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-            except OSError:
-                continue  # a link (O_NOFOLLOW), or gone
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    continue
-                total += info.st_size
-                if total > entry_limit_bytes() or len(files) >= FILES_MAX:
-                    return {}
-                with os.fdopen(os.dup(fd), "rb") as handle:
-                    data = handle.read(info.st_size + 1)
-                if len(data) != info.st_size:
-                    return {}
-                relative = os.path.normpath(os.path.join(top, name))
-                files[relative] = (data, stat.S_IMODE(info.st_mode), info.st_mtime_ns)
-            finally:
-                os.close(fd)
-    return files
 
 
 # --- one evaluation --------------------------------------------------------------------------

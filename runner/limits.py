@@ -7,6 +7,12 @@
 - Disk: the sandbox's only writable folders are tmpfs mounts of a fixed size (their pages
   count as the sandbox's memory too); RLIMIT_FSIZE bounds one file.
 - CPU time: RLIMIT_CPU (the wall clock is policed by the parent).
+- Open files: RLIMIT_NOFILE per process, sized against the host's file table (filetable.py).
+- CPU accounting, for the pairing's idle check and the CPU batch clock: a v1 `cpuacct` cgroup
+  beside the others, or the v2 folder's `cpu.stat`; either keeps the time of processes that
+  have exited, which a scan of live threads misses.
+Each cgroup's name carries the evaluator's pid, so that the next evaluator removes the empty
+ones a killed evaluator left (`remove_stale_cgroups`).
 The cgroup is filled from the forked child before it execs bubblewrap, so nothing the
 candidate starts is ever outside it.
 """
@@ -14,13 +20,18 @@ candidate starts is ever outside it.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import filetable
+from .procs import alive
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_PREFIX = "kernellab-"  # then the evaluator's pid and a random part
 MB = 1024 * 1024
 
 
@@ -38,6 +49,7 @@ class Limits:
     processes: int
     disk_mb: int
     cpu_s: int
+    files: int = filetable.FILES_DEFAULT  # open files per process
 
     @classmethod
     def from_env(cls, device: str) -> "Limits":
@@ -46,6 +58,7 @@ class Limits:
             processes=_env_int("KERNELLAB_SANDBOX_PROCESSES", 512),
             disk_mb=_env_int("KERNELLAB_SANDBOX_DISK_MB", 2048),
             cpu_s=_env_int("KERNELLAB_SANDBOX_CPU_S", 1800),
+            files=filetable.per_process(),
         )
 
 
@@ -74,11 +87,19 @@ class Cgroups:
         self.limits = limits
         self.memory: Path | None = None  # folder holding the memory files
         self.pids: Path | None = None
+        self.cpu: Path | None = None  # folder holding the CPU accounting (cpuacct.usage or cpu.stat)
         self.version: int | None = None
         self.notes: list[str] = []
-        name = f"kernellab-{uuid.uuid4().hex[:12]}"
+        name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         if not self._make_v1(name):
             self._make_v2(name)
+        if self.cpu is None:  # v1 cpuacct also where v2 holds the rest (hybrid hosts)
+            parent = _own_cgroup("cpuacct")
+            folder = _mkdir(parent / name) if parent is not None else None
+            if folder is not None and (folder / "cpuacct.usage").exists():
+                self.cpu = folder
+            elif folder is not None:
+                _rmdir(folder)
 
     def _make_v1(self, name: str) -> bool:
         made = False
@@ -112,12 +133,30 @@ class Cgroups:
             self.memory = folder
         if "pids" in available and _write(folder / "pids.max", self.limits.processes):
             self.pids = folder
-        if self.memory is None and self.pids is None:
+        if (folder / "cpu.stat").exists():  # usage_usec, kept by every v2 cgroup whatever its controllers
+            self.cpu = folder
+        if self.memory is None and self.pids is None and self.cpu is None:
             _rmdir(folder)
             self.version = None
 
     def folders(self) -> list[Path]:
-        return list(dict.fromkeys(p for p in (self.memory, self.pids) if p is not None))
+        return list(dict.fromkeys(p for p in (self.memory, self.pids, self.cpu) if p is not None))
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the sandbox's processes have run so far, those that have exited included;
+        None without a CPU-accounting cgroup or when it cannot be read."""
+        if self.cpu is None:
+            return None
+        try:
+            if (self.cpu / "cpuacct.usage").exists():
+                return int((self.cpu / "cpuacct.usage").read_text()) / 1e9
+            for line in (self.cpu / "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
 
     def processes(self) -> list[int] | None:
         """The sandbox's processes, as its cgroup lists them; None where it cannot be read."""
@@ -172,13 +211,38 @@ class Cgroups:
             _rmdir(folder)
 
 
+def remove_stale_cgroups() -> list[str]:
+    """Remove the sandbox cgroups that evaluators killed with SIGKILL left behind (they never ran
+    `remove`): only those whose name carries the pid of a process that is gone, so a live
+    evaluator's are left alone, and rmdir itself refuses a cgroup that still holds a process.
+    Names without a pid (earlier versions) are left to the operator."""
+    removed = []
+    parents = [_own_cgroup(controller) for controller in ("memory", "pids", "cpuacct", None)]
+    for parent in dict.fromkeys(p for p in parents if p is not None):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            owner, _, rest = name[len(CGROUP_PREFIX):].partition("-")
+            if not name.startswith(CGROUP_PREFIX) or not owner.isdigit() or not rest or alive(int(owner)):
+                continue
+            try:
+                (parent / name).rmdir()
+            except OSError:
+                continue  # a process still in it, or not a cgroup folder
+            removed.append(str(parent / name))
+    return removed
+
+
 CPU_GRACE_S = 5  # SIGXCPU at the limit, SIGKILL this much later (equal limits would skip SIGXCPU)
 
 
 def rlimits(limits: Limits, device: str, cgroups: Cgroups) -> list[tuple[int, int, int]]:
     """(resource, soft, hard) set by launch.py before exec, inherited by all it starts."""
     chosen = [(resource.RLIMIT_FSIZE, limits.disk_mb * MB, limits.disk_mb * MB),
-              (resource.RLIMIT_CPU, limits.cpu_s, limits.cpu_s + CPU_GRACE_S), (resource.RLIMIT_CORE, 0, 0)]
+              (resource.RLIMIT_CPU, limits.cpu_s, limits.cpu_s + CPU_GRACE_S), (resource.RLIMIT_CORE, 0, 0),
+              (resource.RLIMIT_NOFILE, limits.files, limits.files)]
     if cgroups.memory is None and device == "cpu":
         chosen.append((resource.RLIMIT_AS, limits.memory_mb * MB, limits.memory_mb * MB))
     if cgroups.pids is None:
@@ -191,7 +255,7 @@ def describe(limits: Limits, cgroups: Cgroups, device: str) -> dict:
     memory = f"cgroup v{cgroups.version}" if cgroups.memory else ("RLIMIT_AS" if device == "cpu" else "none")
     pids = f"cgroup v{cgroups.version}" if cgroups.pids else "RLIMIT_NPROC"
     return {"memory_mb": limits.memory_mb, "memory_by": memory, "processes": limits.processes, "processes_by": pids,
-            "disk_mb": limits.disk_mb, "cpu_s": limits.cpu_s}
+            "disk_mb": limits.disk_mb, "cpu_s": limits.cpu_s, "files": limits.files}
 
 
 def explain(status: str, reason: str, code: int | None, limits: Limits, cgroups: Cgroups,
@@ -218,7 +282,13 @@ def explain(status: str, reason: str, code: int | None, limits: Limits, cgroups:
                                  f"processes and threads): {reason}")
     if "No space left on device" in text or "File too large" in text:
         return "runtime_error", f"the kernel went past the sandbox's disk limit ({limits.disk_mb} MB): {reason}"
+    if _TOO_MANY_FILES.search(text):
+        return "runtime_error", (f"the kernel went past the sandbox's open-file limit ({limits.files} open files "
+                                 f"per process, RLIMIT_NOFILE): {reason}")
     return None
+
+
+_TOO_MANY_FILES = re.compile(r"Too many open files(?! in system)")  # EMFILE; ENFILE is the host's table
 
 
 def _counter(path: Path, name: str) -> int:

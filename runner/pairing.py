@@ -22,6 +22,8 @@ from .timing import median_ci95
 
 WAIT_S = 60.0  # for an eager block, or for the truths' sandbox to be ready
 IDLE_SHARE = 0.1  # of an eager block's time the candidate's processes may spend on the CPU meanwhile
+UNACCOUNTED = ("the candidate's sandbox has no cgroup that accounts its CPU time, exited processes "
+               "included, so work outside its calls while the eager baseline was timed could not be seen")
 
 
 class Pairing:
@@ -76,7 +78,8 @@ class Pairing:
 
     def on_message(self, message: dict, sched) -> tuple[dict, float]:
         """(reply, seconds spent) for the candidate's {"kind": "pair"} message. `sched()` reads the
-        candidate sandbox's CPU seconds: it is to idle while the eager block runs."""
+        candidate sandbox's (running, waiting) CPU seconds, running from its cgroup (processes that
+        exited meanwhile included): it is to idle while the eager block runs."""
         calls, size, end = message.get("calls"), message.get("n"), message.get("at") == "end"
         # Blocks of one size, each the calls timed since the last: the candidate cannot choose
         # which of its samples meet which eager block.
@@ -90,14 +93,19 @@ class Pairing:
             self.dropped = self.dropped or ("" if end else "the eager baseline's sandbox left")
             return {"go": False}, 0.0
         self._size = size
-        began, before = time.monotonic(), sched()
+        began, before = time.monotonic(), _running(sched())
+        if before is None:
+            self._drop(UNACCOUNTED)
+            return {"go": False}, 0.0
         self._sandbox.send({"block": size})
         samples = self._eager_reply(size, began + WAIT_S)
-        after, spent = sched(), time.monotonic() - began
+        after, spent = _running(sched()), time.monotonic() - began
         if samples is None:
             return {"go": False}, spent
-        if before and after:
-            self.idle_cpu_s += max(0.0, after[0] - before[0])
+        if after is None:
+            self._drop(UNACCOUNTED)
+            return {"go": False}, spent
+        self.idle_cpu_s += max(0.0, after - before)
         self.eager_s += spent
         self._bounds.append(calls)
         self.eager.append(samples)
@@ -145,12 +153,20 @@ class Pairing:
         dropped = self.dropped
         if not dropped and self.idle_cpu_s > IDLE_SHARE * self.eager_s:
             dropped = (f"the candidate's processes used {self.idle_cpu_s * 1000:.0f} ms of CPU while the eager "
-                       f"baseline was timed ({self.eager_s * 1000:.0f} ms): work outside its calls")
+                       f"baseline was timed ({self.eager_s * 1000:.0f} ms; its cgroup counts processes that "
+                       "exited meanwhile): work outside its calls")
         ordered = sorted(ratios)
         return {"blocks": len(ratios), "calls_per_block": self._size,
                 "eager_ms": statistics.median(eager), "speedup": statistics.median(ordered),
                 "speedup_ci95": list(median_ci95(ordered)), "idle_cpu_ms": round(self.idle_cpu_s * 1000, 3),
                 "dropped": dropped or None}
+
+
+def _running(reading) -> float | None:
+    """The running seconds of a (running, waiting) reading; None where it has none."""
+    if not isinstance(reading, tuple) or not reading or reading[0] is None:
+        return None
+    return float(reading[0])
 
 
 def _count(value) -> bool:

@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import compile as compiling
-from . import evaluation
+from . import evaluation, filetable, limits
 from .errors import RunnerError
 from .refereeing import Referees
 from .sandbox import Sandbox, remove_stale_folders
@@ -38,6 +38,9 @@ class Pool:
         # sandbox started from a job's thread would be killed when that job ends.
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-starter")
         remove_stale_folders()
+        limits.remove_stale_cgroups()  # what evaluators killed with SIGKILL left
+        # open files per sandboxed process, sized against the host's file table (refuses if none fits)
+        filetable.fit_to_host(processes=limits.Limits.from_env(device).processes, pool_sandboxes=self.size + 2)
         # the trusted judges of this pool's evaluations (referee.py); a GPU pool's evaluations finish
         # faster than one judge compares their outputs on a busy host
         self.referee = Referees(REFEREES if device == "cuda" else 1)

@@ -25,6 +25,19 @@ def parent_pid(pid: int | str) -> int | None:
         return None
 
 
+def alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one owned by another user counts)."""
+    if not 0 < pid <= 1 << 22:  # above any pid_max: a name's digits that were never a pid
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def uid_of(pid: int | str) -> int | None:
     """The real uid of `pid`, from /proc/<pid>/status; None if it is gone."""
     try:
@@ -86,7 +99,8 @@ def pin(pids, cpus) -> None:
 def sched_seconds(pids) -> tuple[float, float] | None:
     """(running, waiting for a CPU) seconds so far of every thread of `pids`, from the kernel's
     per-thread accounting (`schedstat`: time on a CPU and time runnable on a run queue, in ns);
-    None where /proc cannot tell."""
+    None where /proc cannot tell. Only threads alive now: a process that started and exited
+    between two readings is in neither (the sandbox's cgroup keeps its CPU time: limits.py)."""
     ran = waited = 0
     found = False
     for pid, tid in threads(pids):

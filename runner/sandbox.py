@@ -12,7 +12,7 @@
 - A wall-clock limit enforced by killing the whole sandbox; stdout/stderr kept to a
   bounded head and tail, and the run stopped when they exceed OUTPUT_LIMIT.
 - The verdict comes on a dedicated pipe, each message carrying the job's nonce, each line
-  bounded in size; the parent validates it (schema.py) before using any of it.
+  bounded in size and nesting; the parent validates it (schema.py) before using any of it.
 """
 
 from __future__ import annotations
@@ -111,21 +111,11 @@ def remove_stale_folders() -> list[str]:
     base = tempfile.gettempdir()
     for name in os.listdir(base):
         owner = name[len(FOLDER_PREFIX):].split("-", 1)[0]
-        if not name.startswith(FOLDER_PREFIX) or not owner.isdigit() or _alive(int(owner)):
+        if not name.startswith(FOLDER_PREFIX) or not owner.isdigit() or procs.alive(int(owner)):
             continue
         shutil.rmtree(os.path.join(base, name), ignore_errors=True)
         removed.append(name)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Sandbox:
@@ -236,17 +226,13 @@ class Sandbox:
                 line = pipe.readline(MESSAGE_LIMIT + 1)
                 if not line:
                     break
-                if len(line) > MESSAGE_LIMIT:
-                    self.messages.put({"kind": "oversized"})
-                    break
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue  # noise; the nonce check drops anything else
-                if isinstance(message, dict):
+                message = schema.message(line, MESSAGE_LIMIT)  # bounded before json reads it
+                if isinstance(message, dict):  # anything else is noise; the nonce check drops the rest
                     if message.get("kind") == "ready" and self.ready_s is None:
                         self.ready_s = time.monotonic() - self.started  # its warm-up, start to ready
                     self.messages.put(message)
+                if isinstance(message, schema.Refused):
+                    break  # the run ends on it at once
         self.messages.put(None)
 
     # --- running a job -------------------------------------------------------------------
@@ -308,9 +294,9 @@ class Sandbox:
                     return self._no_verdict(began, timed_out=True)
                 if message is None:
                     return self._no_verdict(began, timed_out=False)
-                if message.get("kind") == "oversized":
-                    return SandboxOutcome(status="rejected", reason="the sandbox sent a message over "
-                                          f"{MESSAGE_LIMIT // (1024 * 1024)} MB on the verdict channel",
+                if isinstance(message, schema.Refused):
+                    return SandboxOutcome(status="rejected", reason="the sandbox sent a malformed message on the "
+                                          f"verdict channel ({message['why']}); the run was stopped",
                                           stdout=self.stdout, stderr=self.stderr, seconds=time.monotonic() - began)
                 if message.get("nonce") != nonce:
                     continue
@@ -373,9 +359,9 @@ class Sandbox:
         """The sandbox's processes: those its cgroup lists, else its process and every one below it."""
         return (self.cgroups.processes() if self.cgroups else None) or procs.descendants(self.process.pid)
 
-    def cpu_seconds(self) -> tuple[float, float] | None:
+    def cpu_seconds(self) -> tuple[float | None, float | None] | None:
         """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings)."""
-        return batchclock.readings(self.process.pid, self.pids())
+        return batchclock.readings(self.process.pid, self.pids(), self.cgroups and self.cgroups.cpu_seconds())
 
     def take_exchange(self) -> int:
         """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""

@@ -10,7 +10,9 @@ cannot claim correctness at all: its `correctness` is dropped here and the trust
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 from . import findings, timing
 
@@ -19,6 +21,7 @@ MAX_TEXT = 20_000
 MAX_SAMPLES = 100_000
 MAX_DISTRIBUTIONS = 32
 MAX_OUTPUTS = 64
+MAX_DEPTH = 32  # the deepest message the runner sends nests about 10 levels (a verdict's exchange entries)
 
 
 class Malformed(Exception):
@@ -67,6 +70,53 @@ def _dict(value, where: str, allowed: tuple[str, ...]) -> dict:
     if unknown:
         raise Malformed(f"{where} has unknown field {str(unknown[0])[:40]!r}")
     return value
+
+
+# --- one line of the verdict channel --------------------------------------------------------
+
+# A JSON string, or an unterminated one up to the end: linear (possessive, and always matches at a quote)
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # which kind of bracket closes which is json's to check
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+class Refused(dict):
+    """A line of the verdict channel refused unread, and why (`why`): no JSON can make one."""
+
+
+def message(line: bytes, limit: int):
+    """One line of the verdict channel, parsed: the JSON value; None for a line that is not JSON
+    (noise: the nonce check drops anything else); Refused for a line longer than `limit` bytes or
+    nested deeper than MAX_DEPTH, before json's decoder recurses into it. Never raises."""
+    deep = Refused(why=f"a message nested deeper than {MAX_DEPTH} levels")
+    if len(line) > limit:
+        return Refused(why=f"a message longer than {limit // (1024 * 1024)} MB")
+    try:
+        text = line.decode()  # UTF-8 only: then no byte of a multi-byte character looks like a bracket
+    except ValueError:
+        return None
+    if _deeper_than(line, MAX_DEPTH):
+        return deep
+    try:
+        return json.loads(text)
+    except RecursionError:  # not reached after the check above; json raises it past ~1000 levels
+        return deep
+    except ValueError:
+        return None
+
+
+def _deeper_than(line: bytes, limit: int) -> bool:
+    """Whether brackets outside JSON strings nest past `limit` (an unclosed bracket counts as
+    nesting on). Each pass removes the innermost pairs, so `limit` passes empty any line within
+    it; all of it at C speed, linear per pass."""
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    brackets = _STRING.sub(b"", line).translate(_ONE_KIND, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return b"[" in brackets
 
 
 # --- evaluation -----------------------------------------------------------------------------

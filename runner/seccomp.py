@@ -8,6 +8,16 @@ module and kexec loading, io_uring (its operations pass by the filter), userfaul
 perf events, and moving its own threads off the cores it is timed on. clone3 answers
 ENOSYS so libc falls back to clone, whose namespace flags are refused; other
 architectures' calls (int 0x80) kill the process (libseccomp's default).
+
+Sockets are allow-listed by family: the network namespace holds the host's network back, but
+not every family is namespaced (AF_VSOCK reaches the hypervisor and its other guests). Traced
+(strace -f) through a sandbox's start, a torch import, a load_inline build, torch.compile and
+the timing, the only sockets under the filter are AF_UNIX (the C library's name-service
+lookups; Python's multiprocessing uses them too); bubblewrap's own rtnetlink socket, which
+brings up the loopback, comes before the filter. So AF_UNIX alone is allowed; every other
+family, AF_INET/AF_INET6 (a loopback-only network: nothing to reach) and AF_NETLINK included
+(the C library's address lookups go on without it), answers EACCES, an errno no kernel gives
+for a family it lacks (that is EAFNOSUPPORT), so a refusal is the filter's.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import socket
 
 DENIED = (
     "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
@@ -30,9 +41,12 @@ DENIED = (
 )
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x04000000, 0x08000000, 0x02000000)
 # CLONE_NEWNS, NEWUSER, NEWPID, NEWNET, NEWUTS, NEWIPC, NEWCGROUP
+SOCKET_FAMILIES = (socket.AF_UNIX,)
+FAMILY_REFUSED = errno.EACCES
+FAMILY_LIMIT = 64  # above every family Linux defines (AF_MAX is 46); from here up each value is refused
 
 _ALLOW = 0x7FFF0000
-_CMP_MASKED_EQ = 7
+_CMP_EQ, _CMP_GE, _CMP_MASKED_EQ = 4, 5, 7
 
 
 def _errno(value: int) -> int:
@@ -96,6 +110,14 @@ def _build() -> bytes:
         rule(_errno(errno.ENOSYS), "clone3")
         for flag in NAMESPACE_FLAGS:
             rule(_errno(errno.EPERM), "clone", _ArgCmp(0, _CMP_MASKED_EQ, flag, flag))
+        # libseccomp takes one comparison per argument in a rule, so "none of the allowed families"
+        # is a rule per other family, and one for every value from FAMILY_LIMIT up (the 64-bit
+        # register: a family with high bits set is refused too, never truncated into an allowed one)
+        for name in ("socket", "socketpair"):
+            for family in range(FAMILY_LIMIT):
+                if family not in SOCKET_FAMILIES:
+                    rule(_errno(FAMILY_REFUSED), name, _ArgCmp(0, _CMP_EQ, family, 0))
+            rule(_errno(FAMILY_REFUSED), name, _ArgCmp(0, _CMP_GE, FAMILY_LIMIT, 0))
         fd = os.memfd_create("kernellab-seccomp-build")
         try:
             code = lib.seccomp_export_bpf(ctx, fd)

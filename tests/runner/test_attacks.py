@@ -7,22 +7,27 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 import runner
+from runner import filetable
 
 from . import sources
 
 ATTACKS = Path(__file__).with_name("attacks")
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_LIMITS = {"KERNELLAB_SANDBOX_MEMORY_MB": "512", "KERNELLAB_SANDBOX_PROCESSES": "64",
-                "KERNELLAB_SANDBOX_DISK_MB": "256"}
+                "KERNELLAB_SANDBOX_DISK_MB": "256", "KERNELLAB_SANDBOX_FILES": "256",
+                "KERNELLAB_SANDBOX_CONCURRENT": "1"}  # one pool: the files' limit is not lowered to fit the host
 DENIED = "Operation not permitted"
 ABSENT = "No such file or directory"
 NOT_WRITABLE = ("Read-only file system", "Permission denied")  # a read-only mount, or not the slot uid's
+FAMILY_REFUSED = "[Errno 13] Permission denied"  # the filter's EACCES; a family the kernel lacks gives errno 97
 
 EXPECTED = {
     "umount_tmp": DENIED, "mount_tmpfs": DENIED, "unshare_user": DENIED, "ptrace_parent": DENIED,
@@ -30,7 +35,7 @@ EXPECTED = {
     "read_shadow": ABSENT, "read_database": ABSENT, "read_canary": ABSENT, "write_repository": (ABSENT, "Permission denied"),
     "host_tmp": ABSENT, "unix_socket": ABSENT, "write_venv": NOT_WRITABLE, "write_runner": NOT_WRITABLE,
     "poison_baselines": "no baseline cache visible", "home_cache": "Permission denied",
-    "abstract_socket": "Connection refused",
+    "abstract_socket": "Connection refused", "vsock_socket": FAMILY_REFUSED, "inet_socket": FAMILY_REFUSED,
     "memory": "memory limit of 512 MB", "processes": "process limit (64", "disk": "limit (256 MB)",
 }
 
@@ -240,6 +245,34 @@ def test_forged_low_times_are_caught_by_the_batch_clock(pool):
     assert batch["slope_ms"] > 2 * batch["reported_ms"] and result["timing"] is None
     honest = pool.evaluate(sources.SOFTMAX_PROBLEM, sources.SOFTMAX_KERNEL, seed=7)
     assert honest["status"] == "correct", honest["reason"]
+
+
+@pytest.mark.slow
+def test_open_files_past_the_limit_are_named_and_the_host_table_is_spared(host, pool):
+    """Nine processes open files until refused: the verdict names the open-file limit, and the
+    host's count of open files (fs.file-nr) rises by less than the sandbox's bound (its processes
+    times its files per process) while they hold them."""
+    bound = int(SMALL_LIMITS["KERNELLAB_SANDBOX_PROCESSES"]) * int(SMALL_LIMITS["KERNELLAB_SANDBOX_FILES"])
+    before = filetable.table()[0]
+    peak, done = [before], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], filetable.table()[0])
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = pool.validate(attack_source("open_files", host), seed=0)
+    finally:
+        done.set()
+        watcher.join()
+    assert result["status"] == "invalid", result
+    assert "open-file limit (256 open files per process" in result["reason"], result["reason"]
+    assert "Too many open files" in result["reason"], result["reason"]
+    assert peak[0] - before < bound, (before, peak[0], bound)  # without the limit: 45,000 and more
+    honest_is_judged_right(pool)
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import sys
 import time
 
 from runner.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
+from runner.procs import descendants, sched_seconds
 
 
 def drive(clock: BatchClock, median_ms: float, per_call_ms: float, overhead_ms: float = 0.3,
@@ -81,22 +82,28 @@ def test_on_the_cpu_the_sandboxs_cpu_time_decides_not_a_busy_hosts_wall_clock():
 
 
 def test_readings_count_a_process_and_its_children_running_and_waiting():
+    """Live threads' counts, from a process down; the running time the clock uses comes only from a
+    cgroup (tests/runner/test_limits_cgroups.py): without one it is None, and the wall clock serves."""
     spin = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\ntime.sleep(30)"
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, "
                                f"'-c', {spin!r}])"], start_new_session=True)
     try:
         time.sleep(2.5)  # both interpreters started, the child has spun 0.4 s and sleeps
-        first = readings(parent.pid)
+        first = sched_seconds(descendants(parent.pid))
         time.sleep(0.5)
-        second = readings(parent.pid)
+        second = sched_seconds(descendants(parent.pid))
         assert first is not None and first[0] >= 0.4 and first[1] >= 0
         assert second[0] - first[0] < 0.05  # sleeping is not running
         assert second[1] - first[1] < 0.05  # nor waiting for a CPU
-        assert readings(parent.pid, [parent.pid])[0] < first[0]  # the listed processes only
+        assert sched_seconds([parent.pid])[0] < first[0]  # the listed processes only
+        without_cgroup, with_cgroup = readings(parent.pid), readings(parent.pid, None, 2.5)
+        assert without_cgroup[0] is None and without_cgroup[1] >= first[1]
+        assert with_cgroup[0] == 2.5 and with_cgroup[1] >= first[1]
     finally:
         os.killpg(parent.pid, 9)  # the child too
         parent.wait()
     assert readings(parent.pid) is None  # gone: nothing to read
+    assert readings(parent.pid, None, 2.5) == (2.5, None)
 
 
 def test_on_a_busy_host_the_undisturbed_batches_decide():

@@ -110,7 +110,7 @@ def test_identical_sources_build_once_and_a_kernel_cannot_poison_the_cache(compi
 
 def held_folder(path: Path) -> buildcache.Held:
     path.mkdir(parents=True, exist_ok=True)
-    return buildcache.Held(os.open(path, os.O_RDONLY | os.O_DIRECTORY), os.getuid())
+    return buildcache.Held(os.open(path, os.O_RDONLY | os.O_DIRECTORY), os.getuid(), str(path))
 
 
 @pytest.fixture
@@ -119,12 +119,35 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "cache" / "builds"
 
 
-def fake_build(folder: Path) -> None:
+# What torch's cpp_extension writes: objects and the library by relative name, the sources by
+# absolute path, system headers and libraries outside the folder.
+NINJA = """ninja_required_version = 1.3
+cxx = c++
+rule compile
+  command = $cxx -MMD -MF $out.d $cflags -c $in -o $out
+  depfile = $out.d
+  deps = gcc
+rule link
+  command = $cxx $in $ldflags -o $out
+build main.o: compile {folder}/main.cpp | /usr/include/stdio.h
+build ext.so: link main.o /usr/lib/libc.so
+default ext.so
+"""
+
+
+def fake_build(folder: Path, ninja: str = NINJA) -> None:
     build = folder / "ext"
     build.mkdir(parents=True)
     (build / "main.cpp").write_text("int f();")
+    (build / "main.o").write_bytes(b"\x7fELF object")
     (build / "ext.so").write_bytes(b"\x7fELF built")
+    (build / ".ninja_log").write_text("# ninja log v5\n")
+    (build / "build.ninja").write_text(ninja.format(folder=build))
     os.utime(build / "main.cpp", ns=(1_000_000_000, 1_000_000_123))
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
 def test_publish_keeps_files_and_mtimes_skips_links_and_never_overwrites(tmp_path, cache_dir):
@@ -132,11 +155,13 @@ def test_publish_keeps_files_and_mtimes_skips_links_and_never_overwrites(tmp_pat
     fake_build(sandbox)
     (sandbox / "ext" / "secret").symlink_to("/etc/hostname")
     (sandbox / "ext" / "lock").write_text("")
+    (sandbox / "ext" / "notes.txt").write_text("not part of the build")
     os.mkfifo(sandbox / "ext" / "pipe")
     held = held_folder(sandbox)
     assert buildcache.publish(held, "k1")
     manifest = json.loads((cache_dir / "k1" / "manifest.json").read_text())
-    assert sorted(manifest["files"]) == ["ext/ext.so", "ext/main.cpp"]
+    assert sorted(manifest["files"]) == ["ext/.ninja_log", "ext/build.ninja", "ext/ext.so", "ext/main.cpp",
+                                         "ext/main.o"]  # what build.ninja names, and ninja's own log
     assert manifest["files"]["ext/main.cpp"]["mtime_ns"] == 1_000_000_123
 
     (sandbox / "ext" / "ext.so").write_bytes(b"something else")
@@ -165,9 +190,59 @@ def test_nothing_is_published_without_a_built_extension_or_past_the_size_limit(t
     (tmp_path / "empty" / "ext" / "main.cpp").write_text("x")
     assert not buildcache.publish(held_folder(tmp_path / "empty"), "k3")
     fake_build(tmp_path / "big")
-    (tmp_path / "big" / "ext" / "junk").write_bytes(b"0" * (2 * 1024 * 1024))
+    (tmp_path / "big" / "ext" / "ext.so").write_bytes(b"\x7fELF" + b"0" * (2 * 1024 * 1024))
     monkeypatch.setenv("KERNELLAB_BUILD_CACHE_ENTRY_MB", "1")
     assert not buildcache.publish(held_folder(tmp_path / "big"), "k4")
+
+
+HALF_GB = 500 * 1024 * 1024
+
+
+def sparse(path: Path, size: int = HALF_GB) -> None:
+    """A file that says it is `size` bytes long and holds almost no blocks."""
+    with open(path, "wb") as out:
+        out.truncate(size)
+
+
+@pytest.mark.parametrize("ninja", [None, "build other.o: compile other.cpp\n",
+                                   "build ext.so: link main.o\nbuild main.o: compile main.cpp\n"])
+def test_a_folder_that_built_nothing_is_not_published_and_nothing_is_copied(tmp_path, cache_dir, ninja):
+    """A kernel that only mentions cpp_extension and leaves a 500 MB sparse file and an empty .so
+    in its build folder: without a build.ninja naming a linked library there is nothing to keep."""
+    build = tmp_path / "sandbox" / "ext"
+    build.mkdir(parents=True)
+    sparse(build / "main.o")
+    (build / "ext.so").write_bytes(b"")
+    (build / "main.cpp").write_text("int f();")
+    if ninja is not None:
+        (build / "build.ninja").write_text(ninja)
+    assert not buildcache.publish(held_folder(tmp_path / "sandbox"), "k5")
+    assert folder_bytes(cache_dir.parent) < 64 * 1024  # nothing of the 500 MB was copied
+
+
+def test_a_sparse_file_named_by_the_build_counts_at_its_length(tmp_path, cache_dir):
+    """A made-up build.ninja naming a 500 MB sparse object beside a real library: sized by its
+    length (the copy would hold that much), it is past the entry limit before anything is copied."""
+    fake_build(tmp_path / "sandbox")
+    sparse(tmp_path / "sandbox" / "ext" / "main.o")
+    assert os.stat(tmp_path / "sandbox" / "ext" / "main.o").st_blocks * 512 < 1024 * 1024
+    assert not buildcache.publish(held_folder(tmp_path / "sandbox"), "k6")
+    assert folder_bytes(cache_dir.parent) < 64 * 1024
+
+
+def test_only_files_in_the_build_folder_are_kept_and_a_named_link_is_refused(tmp_path, cache_dir):
+    outside = NINJA.replace("build ext.so: link main.o", "build ext.so: link main.o ../other/secret.o")
+    fake_build(tmp_path / "a", outside)
+    assert buildcache.publish(held_folder(tmp_path / "a"), "k7")  # an input elsewhere is the toolchain's
+    assert "ext/secret.o" not in json.loads((cache_dir / "k7" / "manifest.json").read_text())["files"]
+
+    fake_build(tmp_path / "b")
+    (tmp_path / "b" / "ext" / "main.o").unlink()
+    (tmp_path / "b" / "ext" / "main.o").symlink_to("/etc/hostname")
+    assert not buildcache.publish(held_folder(tmp_path / "b"), "k8")  # an output that is a link: no build
+
+    fake_build(tmp_path / "c", NINJA.replace("build ext.so:", "build /tmp/ext.so:"))
+    assert not buildcache.publish(held_folder(tmp_path / "c"), "k9")  # it says it made something elsewhere
 
 
 def test_the_key_covers_kernel_problem_flags_and_device(monkeypatch):

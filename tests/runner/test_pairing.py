@@ -60,14 +60,15 @@ def test_each_block_is_paired_with_the_eager_block_before_it():
 
 
 def test_the_candidate_cannot_choose_which_calls_meet_which_eager_block():
+    idle = lambda: (0.0, 0.0)
     pairing = lent(EagerSandbox())
-    assert pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, lambda: None)[0] == {"go": True}
+    assert pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, idle)[0] == {"go": True}
     # 2 calls where it asked for 4, then a different block size
-    assert pairing.on_message({"kind": "pair", "calls": 2, "n": 4}, lambda: None)[0] == {"go": False}
+    assert pairing.on_message({"kind": "pair", "calls": 2, "n": 4}, idle)[0] == {"go": False}
     assert "malformed" in pairing.dropped
     pairing = lent(EagerSandbox())
-    pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, lambda: None)
-    assert pairing.on_message({"kind": "pair", "calls": 4, "n": 8}, lambda: None)[0] == {"go": False}
+    pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, idle)
+    assert pairing.on_message({"kind": "pair", "calls": 4, "n": 8}, idle)[0] == {"go": False}
     # a verdict with other timed calls than those it paired
     pairing = lent(EagerSandbox())
     samples = candidate(pairing, 3, 4, lambda k: 1.0)
@@ -81,6 +82,19 @@ def test_cpu_used_by_the_candidate_while_eager_is_timed_drops_the_pairing():
     summary = pairing.summary(candidate(pairing, 3, 4, lambda k: 1.0, cpu=busy))
     assert summary["idle_cpu_ms"] > 0
     assert "of CPU while the eager baseline was timed" in summary["dropped"]
+
+
+def test_without_a_cgroup_reading_of_the_candidates_cpu_nothing_is_paired():
+    # Live threads' counts alone (running None) miss processes that exit between two readings.
+    sandbox = EagerSandbox()
+    pairing = lent(sandbox)
+    assert pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, lambda: (None, 0.0))[0] == {"go": False}
+    assert sandbox.blocks == 0  # no eager block timed for nothing
+    assert "no cgroup that accounts its CPU time" in pairing.dropped
+    readings = iter([(0.0, 0.0), None])  # readable before the block, gone after it
+    pairing = lent(EagerSandbox())
+    assert pairing.on_message({"kind": "pair", "calls": 0, "n": 4}, lambda: next(readings))[0] == {"go": False}
+    assert "no cgroup" in pairing.dropped
 
 
 def test_without_the_truths_sandbox_nothing_is_paired():
@@ -154,3 +168,141 @@ def test_timed_cpu_processes_run_on_the_timing_cores(cpu_pool):
     result = cpu_pool.evaluate(sources.SILU_PROBLEM, kernel, seed=5)
     assert result["status"] == "correct", result["reason"]
     assert result["paired"]["dropped"] is None
+
+
+RELU_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(1024, 2048)]
+
+def get_init_inputs():
+    return []
+'''
+
+# A C ReLU that marks, in a shared page, when each call ends and whether one is running.
+RELU_KERNEL = '''
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+FOLDER = tempfile.mkdtemp()
+with open(os.path.join(FOLDER, "relu.c"), "w") as f:
+    f.write(r"""
+#include <stdint.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+static volatile int64_t *beat;
+int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+int open_beat(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 4096) != 0) return -1;
+    beat = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return beat == MAP_FAILED ? -1 : 0;
+}
+void relu(const float *x, float *y, int64_t n) {
+    if (beat) beat[1] = 1;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    if (beat) { beat[0] = now_ns(); beat[1] = 0; }
+}
+""")
+subprocess.run(["cc", "-O3", "-shared", "-fPIC", os.path.join(FOLDER, "relu.c"), "-o", os.path.join(FOLDER, "relu.so")],
+               check=True, capture_output=True, text=True)
+LIB = ctypes.CDLL(os.path.join(FOLDER, "relu.so"))
+LIB.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+LIB.open_beat.argtypes = [ctypes.c_char_p]
+%(START)s
+
+class ModelNew(nn.Module):
+    def forward(self, x):%(CALL)s
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        LIB.relu(x.data_ptr(), y.data_ptr(), x.numel())
+        return y
+'''
+
+# A link of a chain of short-lived processes: it waits (asleep) until the kernel's calls pause,
+# as they do while the eager block is timed, spins 1 ms on the same core, starts the next link
+# and exits, so that the live processes at any reading have run next to nothing.
+SPINNER = r"""
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+extern char **environ;
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+    volatile int64_t *beat = mmap(0, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    if (beat == MAP_FAILED) return 1;
+    close(fd);
+    struct timespec nap = {0, 200000};
+    for (;;) {
+        int64_t last = beat[0], now = now_ns();
+        if (kill(atoi(argv[2]), 0) != 0) return 0;  /* the kernel's process is gone: the chain ends */
+        if (last && !beat[1] && now - last > 4000000) break;  /* a pause between the kernel's blocks */
+        nanosleep(&nap, 0);
+    }
+    int64_t began = now_ns();
+    while (now_ns() - began < 1000000 && !beat[1]) ;
+    pid_t next;
+    posix_spawn(&next, argv[0], 0, 0, argv, environ);
+    return 0;
+}
+"""
+
+# Built at import; started from the first call timed at normal priority, so that every link
+# inherits it and the timing cores (the sandbox compiles at idle priority: runner/compile.py).
+START_CHAIN = f'''
+BEAT, SPIN = os.path.join(FOLDER, "beat"), os.path.join(FOLDER, "spin")
+with open(SPIN + ".c", "w") as f:
+    f.write({SPINNER!r})
+subprocess.run(["cc", "-O2", SPIN + ".c", "-o", SPIN], check=True, capture_output=True, text=True)
+if LIB.open_beat(BEAT.encode()) != 0:
+    raise RuntimeError("no beat")
+CHAIN = []
+'''
+CALL_CHAIN = """
+        if not CHAIN and os.sched_getscheduler(0) == os.SCHED_OTHER:
+            CHAIN.append(subprocess.Popen([SPIN, BEAT, str(os.getpid())]))"""
+
+
+@pytest.mark.slow
+def test_cpu_of_short_lived_processes_during_the_eager_blocks_drops_the_pairing(cpu_pool):
+    """A correct ReLU whose helper processes, each living ~1 ms, spin on the timing core while the
+    eager baseline is timed. Counted from live threads they went unseen (the eager blocks ran
+    twice as slow as the control's and the pairing stood); the cgroup counts them, so the
+    pairing is dropped, with the reason, and the speedup is the one measured apart."""
+    assert cpu_pool.validate(RELU_PROBLEM, seed=6)["status"] == "ok"
+    honest = cpu_pool.evaluate(RELU_PROBLEM, RELU_KERNEL % {"START": "", "CALL": ""}, seed=6)
+    assert honest["status"] == "correct", honest["reason"]
+    assert honest["paired"]["dropped"] is None, honest["paired"]
+    spun = cpu_pool.evaluate(RELU_PROBLEM, RELU_KERNEL % {"START": START_CHAIN, "CALL": CALL_CHAIN}, seed=6)
+    assert spun["status"] == "correct", spun["reason"] + spun.get("log", "")
+    paired = spun["paired"]
+    assert paired["dropped"] and "work outside its calls" in paired["dropped"], (paired, honest["paired"])
+    assert "its cgroup counts processes that exited" in paired["dropped"]
+    assert spun["speedup_vs_eager"] != paired["speedup"]  # measured apart, not paired
