@@ -1,17 +1,102 @@
 """Side-by-side diff of two sources as table rows, computed on the server with difflib.
-Both sides share each row, so they scroll together; long unchanged runs fold to a note."""
+Both sides share each row, so they scroll together; long unchanged runs fold to a note.
+
+Kernel sources are anyone's text and the diff runs in the web process, so its work is bounded:
+sources past a size or line cap are refused before any matching, and the matcher is charged for
+every line it compares (difflib is quadratic on many identical lines) and refused past a budget.
+A refused diff is one row of kind "refused" that says why; callers offer the sources instead.
+"""
 
 import difflib
 from html import escape
 
 CONTEXT = 3
+MAX_BYTES = 100_000  # characters per side: half of what a kernel may hold (KERNEL_SOURCE_MAX_BYTES)
+MAX_LINES = 3_000  # per side
+MAX_WORK = 250_000  # line comparisons per matching pass; a real kernel edit takes under 20,000
+
+
+class TooCostly(Exception):
+    """The matcher ran out of its work budget."""
+
+
+class BoundedMatcher(difflib.SequenceMatcher):
+    """A SequenceMatcher charged, before each search for a longest match, for the comparisons that
+    search can make (every position in b of every line of a's range), refused past its budget."""
+
+    def __init__(self, a, b, *, autojunk: bool, budget: int):
+        self.budget = budget
+        super().__init__(None, a, b, autojunk=autojunk)
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        self.budget -= ahi - alo
+        self.budget -= sum(len(self.b2j.get(line, ())) for line in self.a[alo:ahi])
+        if self.budget < 0:
+            raise TooCostly
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def too_large(left: str, right: str) -> str | None:
+    """Why the two sources are not diffed here, or None when they are small enough."""
+    for side, text in (("first", left), ("second", right)):
+        if len(text) > MAX_BYTES:
+            return f"the {side} source is {len(text):,} characters (the diff here stops at {MAX_BYTES:,})"
+        lines = len(text.splitlines())  # splitlines' count: it also breaks at \r, \f and others
+        if lines > MAX_LINES:
+            return f"the {side} source has {lines:,} lines (the diff here stops at {MAX_LINES:,})"
+    return None
+
+
+def opcodes(a: list[str], b: list[str], *, budget: int = MAX_WORK) -> list[tuple]:
+    """difflib's opcodes within the work budget: the common head and tail are matched first (an
+    unchanged file costs nothing), then the middle, exactly and, if that costs too much, with
+    difflib's popular-line heuristic; TooCostly when both run out."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
+    middle = []
+    if middle_a or middle_b:
+        middle = _middle(middle_a, middle_b, budget)
+    codes = [("equal", 0, head, 0, head)] if head else []
+    codes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle]
+    if tail:
+        codes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    return codes
+
+
+def _middle(a: list[str], b: list[str], budget: int) -> list[tuple]:
+    try:
+        return BoundedMatcher(a, b, autojunk=False, budget=budget).get_opcodes()
+    except TooCostly:
+        matcher = BoundedMatcher(a, b, autojunk=True, budget=budget)
+        if not matcher.bpopular:
+            raise  # no line common enough to drop: the second pass would cost the same
+        return matcher.get_opcodes()
+
+
+def refused(rows: list[dict]) -> str | None:
+    """The reason a diff was refused, or None for a diff."""
+    return rows[0]["reason"] if len(rows) == 1 and rows[0]["kind"] == "refused" else None
 
 
 def diff_rows(left: str, right: str, *, context: int = CONTEXT) -> list[dict]:
-    """Rows of {kind: same|del|add|chg|fold, ln, l, rn, r}; line texts are escaped later by the template."""
+    """Rows of {kind: same|del|add|chg|fold, ln, l, rn, r}; line texts are escaped later by the template.
+    Sources too large or too costly to diff give one row {kind: refused, reason}."""
+    reason = too_large(left, right)
+    if reason:
+        return [{"kind": "refused", "reason": reason}]
     a, b = left.splitlines(), right.splitlines()
+    try:
+        codes = opcodes(a, b)
+    except TooCostly:
+        return [{"kind": "refused", "reason": "the sources differ in too many places to match line by line here"}]
     rows = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in codes:
         if tag == "equal":
             n = i2 - i1
             if n > 2 * context + 1 and context >= 0:
@@ -54,6 +139,10 @@ def render_diff(rows: list[dict], *, left_title: str, right_title: str) -> str:
            '<thead><tr><th colspan="2">', escape(left_title), '</th><th colspan="2">',
            escape(right_title), "</th></tr></thead><tbody>"]
     for row in rows:
+        if row["kind"] == "refused":
+            out.append(f'<tr class="fold refused"><td colspan="4">Too large to diff here ({escape(row["reason"])}):'
+                       ' download both and diff them locally.</td></tr>')
+            continue
         if row["kind"] == "fold":
             out.append(f'<tr class="fold"><td colspan="4">… {row["count"]} unchanged lines …</td></tr>')
             continue

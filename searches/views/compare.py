@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
-from lib.diff_table import diff_rows, diff_stats, render_diff
+from lib.diff_table import diff_rows, diff_stats, refused, render_diff
 
 from .. import selectors
 from ..models import Kernel, ShareLink
@@ -23,7 +23,7 @@ def compare_context(a: Kernel, b: Kernel, *, shared: bool = False) -> dict:
     for kernel in (a, b):
         kernel.sol = selectors.speed_of_light(kernel.problem, kernel)
     return {
-        "a": a, "b": b, "pair": [a, b], "delta": delta, "stats": diff_stats(rows),
+        "a": a, "b": b, "pair": [a, b], "delta": delta, "stats": diff_stats(rows), "diff_refused": refused(rows),
         "diff": mark_safe(render_diff(rows, left_title=str(a), right_title=str(b))),  # noqa: S308  escaped inside
         "provenance": selectors.provenance(runs), "shared": shared,
     }

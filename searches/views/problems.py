@@ -5,6 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
@@ -17,6 +18,8 @@ from ..models import Problem
 from ..problem_checks import human_size
 from ..problem_memory import input_bytes
 
+PROBLEMS_PER_PAGE = 50
+
 
 def _form_page(request, context):
     context["source_limit"] = human_size(settings.PROBLEM_SOURCE_MAX_BYTES)
@@ -26,10 +29,14 @@ def _form_page(request, context):
 @login_required
 @require_GET
 def problem_list(request):
-    problems = list(selectors.problem_list())
+    """One page of problems: an import can add thousands, and each row costs a validation lookup."""
+    page = Paginator(selectors.problem_list(), PROBLEMS_PER_PAGE).get_page(request.GET.get("page"))
+    problems = list(page.object_list)
     for problem in problems:
         problem.state = selectors.problem_validation_state(problem)
-    return render(request, "searches/problems/list.html", {"problems": problems})
+    page_links = page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
+    return render(request, "searches/problems/list.html", {"problems": problems, "page": page,
+                                                           "page_links": page_links})
 
 
 @login_required

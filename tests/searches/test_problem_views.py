@@ -11,6 +11,7 @@ from evaluation import leases
 from searches import services
 from searches.models import EvaluationJob, Problem, Search
 
+from . import dashboard_data as d
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes
 
 pytestmark = pytest.mark.django_db
@@ -225,3 +226,21 @@ def test_an_administrator_edits_anyones_problem_and_it_stays_its_creators(client
     data["source"] = SOFTMAX.replace("256", "1024")
     assert client.post(reverse("problem_edit", args=[v2.code]), data).status_code == 302
     assert Problem.objects.get(is_latest=True).source == data["source"]
+
+
+def test_the_list_is_paginated_fifty_to_a_page(client_in):
+    for n in range(120):
+        d.problem(name=f"Problem {n:03d}")
+    first = client_in.get(reverse("problem_list")).content.decode()
+    assert first.count(">Problem ") == 50 and ">Problem 049</a>" in first and ">Problem 050</a>" not in first
+    assert '<a href="?page=2" rel="next">' in first and '<a href="?page=3">3</a>' in first
+    assert "1–50 of 120 problems" in first
+    second = client_in.get(reverse("problem_list"), {"page": 2}).content.decode()
+    assert second.count(">Problem ") == 50 and ">Problem 050</a>" in second and ">Problem 099</a>" in second
+    assert '<a href="?page=1" rel="prev">' in second
+    for past_the_end in ("99", "0", "-1"):  # a number out of range: the last page
+        response = client_in.get(reverse("problem_list"), {"page": past_the_end})
+        assert response.status_code == 200 and ">Problem 119</a>" in response.content.decode()
+    for not_a_number in ("x", "", "1e9"):  # not a page number: the first page
+        response = client_in.get(reverse("problem_list"), {"page": not_a_number})
+        assert response.status_code == 200 and ">Problem 000</a>" in response.content.decode()
