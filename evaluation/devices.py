@@ -24,6 +24,6 @@ def record_device_facts(*, worker_name: str, device: str) -> dict:
         updates["device_name"] = facts["name"]
     try:
         Worker.objects.filter(name=worker_name).update(**updates)
-    except OperationalError:  # a busy database must not keep the worker from serving; a restart records them
-        log.warning("%s: device facts not recorded (database busy)", worker_name)
+    except OperationalError as exc:  # the database must not keep the worker from serving; a restart records them
+        log.warning("%s: device facts not recorded (database error: %s)", worker_name, exc)
     return facts

@@ -1,26 +1,35 @@
 """The queue of evaluation jobs: every sandboxed run (problem validation, kernel evaluation)
 is an EvaluationJob row, queued here by the services and the engine and claimed by workers
-(evaluation.leases)."""
+(evaluation.leases), highest priority class first (searches/services/scheduling.py)."""
 
 from django.conf import settings
 from django.utils import timezone
 
 from searches.models import EvaluationJob, Kernel, Problem
+from searches.services import scheduling
+from searches.services.scheduling import Priority
 
 
-def enqueue_validation(problem: Problem, *, priority: int = 10) -> EvaluationJob:
-    # 10 by default: people wait on the page for it; a suite's bulk validation asks for less.
+def enqueue_validation(problem: Problem, *, priority: Priority = Priority.INTERACTIVE,
+                       requested_by=None) -> EvaluationJob:
+    """A problem's validation; `requested_by` (a person) counts it against their cap, and OverQuota
+    refuses it when they are at the cap (searches/services/scheduling.py)."""
+    scheduling.require_job_room(requested_by)
     return EvaluationJob.objects.create(
         problem=problem,
         purpose=EvaluationJob.Purpose.VALIDATE,
         device=problem.device,
-        priority=priority,
+        priority=int(priority),
+        requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
         max_attempts=settings.JOB_MAX_ATTEMPTS,
     )
 
 
-def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARCH, seed=None, priority=0,
-                   options: dict | None = None) -> EvaluationJob:
+def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARCH, seed=None,
+                   priority: Priority = Priority.SEARCH, options: dict | None = None,
+                   requested_by=None) -> EvaluationJob:
+    """A kernel's evaluation; the engine's own candidates have no `requested_by` and no cap."""
+    scheduling.require_job_room(requested_by)
     device = kernel.search.device if kernel.search_id else kernel.problem.device
     return EvaluationJob.objects.create(
         problem_id=kernel.problem_id,
@@ -28,8 +37,9 @@ def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARC
         purpose=purpose,
         device=device,
         seed=seed,
-        priority=priority,
+        priority=int(priority),
         options=options or {},
+        requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
         max_attempts=settings.JOB_MAX_ATTEMPTS,
     )
 

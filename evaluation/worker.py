@@ -4,9 +4,11 @@ One worker per GPU (or one for the CPU). It never executes problem or kernel cod
 never imports torch or cupy: `runner.Pool` runs every job in a fresh sandbox process. While a
 job runs, a thread renews its lease; a heartbeat goes to the Worker table. SIGTERM (or Ctrl-C)
 stops it cleanly: a running job is handed back to the queue without using up an attempt.
-A worker that is SIGKILLed never reports: its lease runs out (or it restarts under the same
-name, which frees its old leases at once) and the job is claimed again, counting an attempt,
-so a job that keeps killing its worker fails for good after `max_attempts`.
+A worker that is SIGKILLed never reports: its heartbeat goes stale (or it restarts under the
+same name, which frees its old leases at once) and the job is claimed again, counting an attempt
+if its sandbox had started the run (evaluation/leases.py), so a job that keeps killing its worker
+fails for good after `max_attempts`. A worker that lost its job to another is fenced: it records
+no verdict for it.
 """
 
 import logging
@@ -15,10 +17,9 @@ import signal
 import socket
 import threading
 import time
-from datetime import timedelta
 
 from django.conf import settings
-from django.db import OperationalError, close_old_connections, transaction
+from django.db import DatabaseError, OperationalError, close_old_connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -57,7 +58,7 @@ def check_name_free(name: str) -> None:
     row = WorkerRow.objects.filter(name=name).values("host", "pid", "heartbeat_at").first()
     if not row or not row["heartbeat_at"] or not row["pid"] or row["pid"] == os.getpid():
         return
-    if timezone.now() - row["heartbeat_at"] > timedelta(seconds=3 * HEARTBEAT_SECONDS):
+    if row["heartbeat_at"] < leases.stale_before(timezone.now()):
         return
     if row["host"] == socket.gethostname():
         try:
@@ -191,7 +192,8 @@ class EvaluationWorker:
     # --- one job -------------------------------------------------------------------------------
 
     def run_job(self, pool, job: EvaluationJob) -> None:
-        self._mark_started(job)
+        if not self._start_run(job):
+            return
         renewer = job_renewer(job.id, self.name)
         renewer.start()
         try:
@@ -211,7 +213,7 @@ class EvaluationWorker:
             renewer.stop()
             if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
                 reason = f"the problem failed validation: {exc}"
-                _with_retries(lambda: _fail_now(job, reason))
+                _with_retries(lambda: _fail_now(job, self.name, reason))
                 return
             if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
                 log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
@@ -222,8 +224,26 @@ class EvaluationWorker:
             _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
             return
         renewer.stop()
-        _with_retries(lambda: self._record(job, result))
+        if renewer.lost.is_set() or not _with_retries(lambda: self._record(job, result)):
+            log.warning("%s: job %s was claimed by another worker while it ran here; its verdict is dropped",
+                        self.name, job.id)
+            return
         self.jobs_done += 1
+
+    def _start_run(self, job: EvaluationJob) -> bool:
+        """Up to the moment the sandbox is given the job: a database fault here is the evaluator's,
+        not the job's, and spends none of its attempts. False: the job is not to be run here."""
+        try:
+            self._mark_started(job)
+            _ = job.problem, job.kernel  # loaded now, not once the run has started
+            if _with_retries(lambda: leases.mark_run_started(job.id, self.name)):
+                return True
+            log.warning("%s: job %s was claimed by another worker before it ran here", self.name, job.id)
+        except DatabaseError as exc:
+            log.exception("%s: job %s could not start", self.name, job.id)
+            error = f"the database failed before the run began: {exc}"
+            _with_retries(lambda: leases.release(job, self.name, error=error, count_infra=True))
+        return False
 
     def _evaluate(self, pool, job: EvaluationJob) -> dict:
         problem = job.problem
@@ -238,14 +258,19 @@ class EvaluationWorker:
         _with_retries(lambda: services.kernel_mark_evaluating(job=job))
         self._heartbeat(force=True, current_job=job)
 
-    def _record(self, job: EvaluationJob, result: dict) -> None:
+    def _record(self, job: EvaluationJob, result: dict) -> bool:
+        """The verdict, recorded only while this worker still holds the job (checked and kept in
+        the same transaction): False when another worker took it meanwhile."""
         with transaction.atomic():
+            if not leases.held_for_record(job.id, self.name):
+                return False
             if job.purpose == EvaluationJob.Purpose.VALIDATE:
                 services.problem_record_validation(problem=job.problem, job=job, result=result)
             else:
                 services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
             WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)
         self.device_name = (result.get("environment") or {}).get("device_name") or self.device_name
+        return True
 
     # --- bookkeeping ---------------------------------------------------------------------------
 
@@ -265,8 +290,8 @@ class EvaluationWorker:
         try:
             with transaction.atomic():
                 WorkerRow.objects.update_or_create(name=self.name, defaults=fields)
-        except OperationalError:
-            log.warning("%s: heartbeat skipped (database busy)", self.name)
+        except OperationalError as exc:  # the real error: "database is locked", "disk I/O error", read-only
+            log.warning("%s: heartbeat skipped (database error: %s)", self.name, exc)
 
     def _maybe_rekick(self) -> None:
         now = time.monotonic()
@@ -280,8 +305,9 @@ class EvaluationWorker:
 
 
 def job_renewer(job_id: int, worker_name: str) -> LeaseRenewer:
-    """While a job runs: keeps the worker's heartbeat going, so the Workers page sees it alive,
-    and the job's lease fresh, so a long evaluation is not taken for a dead worker."""
+    """While a job runs: keeps the worker's heartbeat going, so the Workers page sees it alive
+    and no other worker takes its job, and the job's lease fresh. Every beat checks that the job
+    is still held here; the renewer ends, `lost` set, when it is not."""
     lease_every = max(0.5, settings.JOB_LEASE_SECONDS / 3)
     renewed = time.monotonic()
 
@@ -289,17 +315,17 @@ def job_renewer(job_id: int, worker_name: str) -> LeaseRenewer:
         nonlocal renewed
         WorkerRow.objects.filter(name=worker_name).update(heartbeat_at=timezone.now())
         if time.monotonic() - renewed < lease_every:
-            return True
+            return leases.holds(job_id, worker_name)
         renewed = time.monotonic()
         return leases.renew(job_id, worker_name)
 
     return LeaseRenewer(beat, interval=min(lease_every, HEARTBEAT_SECONDS), name=f"lease-{job_id}")
 
 
-def _fail_now(job: EvaluationJob, reason: str) -> None:
+def _fail_now(job: EvaluationJob, worker_name: str, reason: str) -> None:
     with transaction.atomic():
         job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
-        if job.status == EvaluationJob.Status.LEASED:
+        if job.status == EvaluationJob.Status.LEASED and job.lease_owner == worker_name:
             services.job_fail(job=job, reason=reason)
 
 

@@ -55,6 +55,11 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 KERNELLAB_BASE_URL = env_str("KERNELLAB_BASE_URL").rstrip("/")
 DATA_DIR = Path(env_str("KERNELLAB_DATA_DIR", str(BASE_DIR / "var")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+# This installation's own key, made by scripts/start on its first start (0600, in the data folder) and
+# read here by every process, so none holds it in its environment (runner.isolation.held_secrets).
+SECRET_KEY_FILE = DATA_DIR / "secret_key"
+if not env_str("SECRET_KEY") and SECRET_KEY_FILE.is_file():
+    SECRET_KEY = SECRET_KEY_FILE.read_text().strip() or SECRET_KEY
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -80,6 +85,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "lib.security.ContentSecurityPolicyMiddleware",
     "lib.security.RejectNulMiddleware",
+    "lib.storage.StorageFaultMiddleware",  # a write refused by the storage: 503 naming the error, not a 500
 ]
 
 ROOT_URLCONF = "kernellab.urls"
@@ -96,6 +102,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "searches.context_processors.health",  # the banner: storage faults, silent evaluators
             ],
         },
     },
@@ -153,7 +160,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 times reads out after 5 s by default, shorter than channels_redis's blocking
+            # receive: consumers died under a crowd ("Timeout reading from ..."); the server side bounds it.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
         }
     }
     # Shared by every web process: rate-limit counters (lib/ratelimit.py) hold across them.
@@ -194,9 +203,23 @@ RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", 2 * RUNNER_JOBS_IN_FLIGHT)
 RUNNER_TIMEOUT = env_float("RUNNER_TIMEOUT", 300)
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
+# Failures before the sandbox starts the job (database, broker, disk, an evaluator stopped from outside)
+# spend none of its attempts; past this many the job fails, naming the last error (evaluation/leases.py).
+JOB_MAX_INFRA_ATTEMPTS = env_int("JOB_MAX_INFRA_ATTEMPTS", 10)
+# How often an evaluator writes its heartbeat; three missed make its jobs claimable by another evaluator.
+WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 10)
 ELITE_RECHECKS = env_int("ELITE_RECHECKS", 3)  # fastest kernels rerun when a search completes
 PROBLEM_SOURCE_MAX_BYTES = env_int("PROBLEM_SOURCE_MAX_BYTES", 200_000)
 KERNEL_SOURCE_MAX_BYTES = env_int("KERNEL_SOURCE_MAX_BYTES", 200_000)
+# Work one person may have waiting (searches/services/scheduling.py): evaluation jobs they asked for,
+# queued or running (kernels, validations, reruns, a suite's validations and sweeps), and searches
+# queued or running (a search's own candidates are the engine's and count as its one search).
+MAX_QUEUED_JOBS_PER_USER = env_int("MAX_QUEUED_JOBS_PER_USER", 100)
+MAX_ACTIVE_SEARCHES_PER_USER = env_int("MAX_ACTIVE_SEARCHES_PER_USER", 20)
+# One suite import (searches/services/suites.py): problem files, and their bytes once uncompressed.
+# KernelBench levels 1-3 are 250 files, 0.4 MB.
+SUITE_IMPORT_MAX_PROBLEMS = env_int("SUITE_IMPORT_MAX_PROBLEMS", 300)
+SUITE_IMPORT_MAX_BYTES = env_int("SUITE_IMPORT_MAX_BYTES", 10 * 1024 * 1024)
 
 # --- auth, static, security -----------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -11,13 +11,15 @@ log = logging.getLogger(__name__)
 
 class LeaseRenewer(threading.Thread):
     """Calls `renew()` every `interval` seconds until stopped, or until `renew()` returns False
-    (the lease was lost). A busy database skips one renewal instead of ending the thread, and
-    the thread's own database connection is closed when it ends."""
+    (the lease was lost: `lost` is set then, for the holder to drop its work).
+    A database error (busy, read-only, full) skips one renewal, logged with its real text, instead of
+    ending the thread, and the thread's own database connection is closed when it ends."""
 
     def __init__(self, renew, *, interval: float, name: str):
         super().__init__(daemon=True, name=name)
         self.renew = renew
         self.interval = interval
+        self.lost = threading.Event()
         self._done = threading.Event()
 
     def run(self) -> None:
@@ -26,9 +28,10 @@ class LeaseRenewer(threading.Thread):
                 try:
                     if self.renew() is False:
                         log.warning("%s: lease lost", self.name)
+                        self.lost.set()
                         return
-                except DatabaseError:
-                    log.warning("%s: renewal skipped (database busy)", self.name)
+                except DatabaseError as exc:  # the real error: locked, read-only, full, I/O
+                    log.warning("%s: renewal skipped (database error: %s)", self.name, exc)
         finally:
             connection.close()
 

@@ -4,15 +4,22 @@ every web process through Redis when REDIS_URL is set).
 Three are enforced: failed logins per address and account (guessing one password), failed logins
 per address across accounts (one address trying many accounts), and requests that queue sandbox
 work per user (problems to validate, searches, kernels, reruns), which a person
-clicking never reaches but a runaway script does."""
+clicking never reaches but a runaway script does.
+
+A rate counts requests, not the work one request queues: a suite import is one POST. The
+per-user caps on queued work (searches/services/scheduling.py) answer that; a service over a cap
+raises OverQuota, and `limits_sandbox_work` turns it into the same 429 page."""
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass
 from functools import wraps
 
 from django.core.cache import cache
 from django.shortcuts import render
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -30,15 +37,37 @@ LOGIN_FAILURES_PER_ADDRESS = Limit("login-address", 20, 15 * 60, "failed logins"
 SANDBOX_WORK = Limit("work", 30, 60, "requests that start work")
 
 
+class OverQuota(Exception):
+    """A person's share of some work is used up: `used` of `cap` (e.g. evaluation jobs queued)."""
+
+    def __init__(self, message: str, *, used: int, cap: int):
+        super().__init__(message)
+        self.message, self.used, self.cap = message, used, cap
+
+
+QUOTA_RETRY_SECONDS = 60  # a queue drains in minutes; no window to wait out
+
+
 def _key(limit: Limit, who: str, window: int) -> str:
     return f"ratelimit:{limit.name}:{hashlib.sha256(who.encode()).hexdigest()[:32]}:{window}"
+
+
+def _cache_down(limit: Limit, exc: Exception) -> None:
+    # A shared cache (Redis) that is down must not turn every request into a 500: the limits fail open
+    # for the outage, while the per-user caps on queued work (in the database) still hold.
+    log.warning("rate limit %r not enforced: the cache is unavailable (%s: %s)", limit.name, type(exc).__name__, exc)
 
 
 def retry_after(limit: Limit, who: str) -> int:
     """Seconds until `who` may try again, or 0 when under the limit (without counting)."""
     now = time.time()
     window = int(now // limit.seconds)
-    if (cache.get(_key(limit, who, window)) or 0) < limit.count:
+    try:
+        used = cache.get(_key(limit, who, window)) or 0
+    except Exception as exc:  # the cache backend's own connection errors
+        _cache_down(limit, exc)
+        return 0
+    if used < limit.count:
         return 0
     return max(1, int((window + 1) * limit.seconds - now))
 
@@ -46,21 +75,26 @@ def retry_after(limit: Limit, who: str) -> int:
 def count(limit: Limit, who: str) -> None:
     window = int(time.time() // limit.seconds)
     key = _key(limit, who, window)
-    cache.add(key, 0, timeout=limit.seconds + 5)
     try:
-        cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=limit.seconds + 5)
+        cache.add(key, 0, timeout=limit.seconds + 5)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=limit.seconds + 5)
+    except Exception as exc:
+        _cache_down(limit, exc)
 
 
-def too_many(request, limit: Limit, wait: int):
-    response = render(request, "429.html", {"limit": limit, "wait": wait}, status=429)
+def too_many(request, limit: Limit | None, wait: int, quota: OverQuota | None = None):
+    """The 429 page; it also shows the person's queued work (templates/429.html)."""
+    response = render(request, "429.html", {"limit": limit, "wait": wait, "quota": quota}, status=429)
     response["Retry-After"] = str(wait)
     return response
 
 
 def limits_sandbox_work(view):
-    """For views whose POST queues sandbox work: each POST counts for its user."""
+    """For views whose POST queues sandbox work: each POST counts for its user, and a service
+    refusing the work over a per-user cap (OverQuota) answers 429 too, its writes rolled back."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -70,6 +104,9 @@ def limits_sandbox_work(view):
             if wait:
                 return too_many(request, SANDBOX_WORK, wait)
             count(SANDBOX_WORK, who)
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except OverQuota as refusal:
+            return too_many(request, None, QUOTA_RETRY_SECONDS, refusal)
 
     return wrapper

@@ -3,7 +3,8 @@
 `publish` must run inside the transaction that makes the change it describes. It locks the
 search row, takes the next sequence number and appends a SearchEvent, so numbers follow
 commit order. After commit the event is pushed to open browsers (see `live.fanout`);
-a browser never hears of a row the database does not have.
+a browser never hears of a row the database does not have. A push that fails (Redis down) is
+logged, never raised: the write is done and viewers get the event by replay.
 
 Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
   search.status   {"status", "stop_reason", "current_round", "started_at", "finished_at", "elapsed_s"}
@@ -29,7 +30,8 @@ def publish(search_id: int, kind: str, payload: dict) -> SearchEvent:
     seq = search.last_event_seq + 1
     Search.objects.filter(pk=search_id).update(last_event_seq=seq)
     event = SearchEvent.objects.create(search_id=search_id, seq=seq, kind=kind, payload=payload)
-    transaction.on_commit(lambda: fanout.broadcast(event))
+    # robust: a failed push (already caught in fanout) must not stop the callbacks after it, e.g. the kick.
+    transaction.on_commit(lambda: fanout.broadcast(event), robust=True)
     return event
 
 

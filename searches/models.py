@@ -318,8 +318,9 @@ class EvaluationJob(models.Model):
     """One piece of sandboxed work (validate a problem, or evaluate a kernel), claimed
     atomically by an evaluation worker of the right device under a lease.
 
-    `attempts` counts claims, so a worker killed mid-run (never reporting) still uses up an
-    attempt when the lease expires and another worker claims the job again."""
+    `attempts` counts claims whose run began (`run_started_at`: the sandbox was given the job), so a
+    candidate that kills its worker spends its attempts; a holder that died before that spends an
+    `infra_attempts` instead (evaluation/leases.py)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -341,13 +342,18 @@ class EvaluationJob(models.Model):
     priority = models.IntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
+    infra_attempts = models.PositiveSmallIntegerField(default=0)
     seed = models.BigIntegerField(null=True, blank=True)
     options = models.JSONField(default=dict, blank=True)  # extra runner arguments, e.g. allow_library
+    # Who asked for it (their cap, searches/services/scheduling.py); null for the engine's and the system's.
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    run_started_at = models.DateTimeField(null=True, blank=True)  # by its current holder; cleared at each claim
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -388,7 +394,8 @@ class BenchmarkRun(models.Model):
 class Worker(models.Model):
     """An evaluation worker process (one per GPU), seen through its heartbeats."""
 
-    HEARTBEAT_SECONDS = 10  # between jobs from its main loop, during one from the job's lease renewer
+    # between jobs from its main loop, during one from the job's lease renewer
+    HEARTBEAT_SECONDS = settings.WORKER_HEARTBEAT_SECONDS
 
     name = models.CharField(max_length=200, unique=True)
     host = models.CharField(max_length=200, blank=True)

@@ -37,8 +37,8 @@ def _beat_forever() -> None:
     while True:
         try:
             beat()
-        except DatabaseError:
-            log.warning("task queue heartbeat skipped (database busy)")
+        except DatabaseError as exc:
+            log.warning("task queue heartbeat skipped (database error: %s)", exc)
         finally:
             connection.close()  # this thread's own connection; the worker's tasks keep theirs
         threading.Event().wait(Worker.HEARTBEAT_SECONDS)

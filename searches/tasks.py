@@ -10,5 +10,6 @@ def advance_search(search_id: int) -> None:
 
 
 def rekick_stalled_searches() -> int:
-    """Periodic safety net: advance active searches whose orchestration went quiet."""
+    """Periodic safety net, scheduled every minute (searches/schedules.py): advance active searches
+    whose orchestration went quiet, e.g. a kick the broker refused while it was down."""
     return kick.rekick_stalled()

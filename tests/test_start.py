@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import sqlite3
+import stat as stats
 import subprocess
 import time
 import urllib.error
@@ -55,6 +56,15 @@ class Browser:
         _, page = self.request(path)
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         return self.request(path, {"csrfmiddlewaretoken": token, **fields})
+
+
+def stack_env(data: Path, port: int, **extra) -> dict:
+    """The environment of a start on embedded defaults: this machine's, less any deployment's settings."""
+    env = {k: v for k, v in os.environ.items() if k not in {
+        "DATABASE_URL", "REDIS_URL", "SQLITE_PATH", "Q_SYNC", "DEBUG", "ANTHROPIC_API_KEY", "SECRET_KEY"}}
+    env.update(KERNELLAB_DATA_DIR=str(data), PORT=str(port), HOST="127.0.0.1", RUNNER_DEVICE="cpu", Q_WORKERS="1",
+               RUNNER_POOL_SIZE="1", DJANGO_SETTINGS_MODULE="kernellab.settings", **extra)
+    return env
 
 
 def login_page_answers(url: str) -> bool:
@@ -143,11 +153,7 @@ def test_start_keeps_the_key_in_the_task_queue_and_restarts_what_dies(tmp_path):
     port = free_port()
     ours = f"KERNELLAB_DATA_DIR={data}".encode()
     with FakeAnthropic(responder=responder) as fake:
-        env = {k: v for k, v in os.environ.items()
-               if k not in {"DATABASE_URL", "REDIS_URL", "SQLITE_PATH", "Q_SYNC", "DEBUG", "ANTHROPIC_API_KEY"}}
-        env.update(KERNELLAB_DATA_DIR=str(data), PORT=str(port), HOST="127.0.0.1", RUNNER_DEVICE="cpu",
-                   Q_WORKERS="1", RUNNER_POOL_SIZE="1", ANTHROPIC_API_KEY=CANARY, ANTHROPIC_BASE_URL=fake.url,
-                   ANTHROPIC_TIMEOUT="10", DJANGO_SETTINGS_MODULE="kernellab.settings")
+        env = stack_env(data, port, ANTHROPIC_API_KEY=CANARY, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_TIMEOUT="10")
         with open(log, "wb") as out:
             start = subprocess.Popen(["scripts/start"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -220,22 +226,130 @@ def test_start_keeps_the_key_in_the_task_queue_and_restarts_what_dies(tmp_path):
                                    (name, evaluator)), timeout=60, what="the restarted evaluator", log=log)
             assert start.poll() is None and login_page_answers(url)
         finally:
-            try:
-                os.killpg(start.pid, signal.SIGTERM)
-                start.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-            for pid in processes(ours):  # whatever of this stack is left
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            stop(start, ours)
 
     query(db, "pragma wal_checkpoint(TRUNCATE)")
     for path in [*data.rglob("*"), log]:
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
     assert not list(Path(os.environ.get("XDG_RUNTIME_DIR", "/tmp")).glob("kernellab-task-secrets.*"))
+
+
+def test_the_first_start_makes_a_private_secret_key_and_a_second_start_keeps_it(tmp_path):
+    """The settings' built-in key is public. The first start makes this installation's own (0600, in the
+    data folder, in no process's environment: the settings read it); a second start keeps it, so a
+    login outlives the restart (Django signs the session with the key)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ours = f"KERNELLAB_DATA_DIR={data}".encode()
+    env = stack_env(data, port)
+    key_file, web = data / "secret_key", Browser(url)
+    for run in (1, 2):
+        log = tmp_path / f"start-{run}.log"
+        with open(log, "wb") as out:
+            start = subprocess.Popen(["scripts/start"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        try:
+            def up():
+                assert start.poll() is None, log.read_text(errors="replace")[-6000:]
+                return login_page_answers(url)
+
+            wait_for(up, timeout=180, what="the web server", log=log)
+            if run == 1:
+                key = key_file.read_text().strip()
+                assert stats.S_IMODE(key_file.stat().st_mode) == 0o600
+                assert len(key) >= 64 and key != DEV_KEY
+                password = re.search(r"Log in as admin with password (\S+)", log.read_text()).group(1)
+                assert web.post_form("/login/", {"username": "admin", "password": password})[0] == 302
+                [(session,)] = query(data / "kernellab.sqlite3", "select session_data from django_session")
+                assert signed_with(session, key) and not signed_with(session, DEV_KEY)  # the server signs with it
+            stack = processes(ours)
+            assert any("daphne" in proc["cmdline"] for proc in stack.values())
+            assert not [pid for pid, proc in stack.items() if b"SECRET_KEY=" in proc["environ"]]
+            assert web.request("/problems/")[0] == 200  # still logged in: the session's signature holds
+        finally:
+            stop(start, ours)
+    assert key_file.read_text().strip() == key
+
+
+def test_one_instance_per_data_folder_and_nothing_outlives_a_killed_supervisor(tmp_path):
+    """A second start beside a running one refuses, saying how to stop the first (as does one on a taken
+    port); kill -9 of the supervisor (honcho) takes every process of its stack with it, so the next start
+    comes up alone instead of crash-looping beside orphans."""
+    data, other = tmp_path / "data", tmp_path / "other"
+    data.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ours = f"KERNELLAB_DATA_DIR={data}".encode()
+    env = stack_env(data, port)
+
+    def launch(name, **extra):
+        log = tmp_path / f"{name}.log"
+        with open(log, "wb") as out:
+            return subprocess.Popen(["scripts/start"], cwd=ROOT, env={**env, **extra}, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True), log
+
+    first, log = launch("first")
+    try:
+        def up():
+            assert first.poll() is None, log.read_text(errors="replace")[-6000:]
+            return login_page_answers(url)
+
+        wait_for(up, timeout=180, what="the web server", log=log)
+        second, second_log = launch("second")
+        assert second.wait(timeout=120) == 1
+        assert f"KernelLab is already running from {data} (supervisor pid {first.pid})" in second_log.read_text()
+        elsewhere, elsewhere_log = launch("elsewhere", KERNELLAB_DATA_DIR=str(other))
+        assert elsewhere.wait(timeout=120) == 1
+        assert f"Port {port} on 127.0.0.1 is taken" in elsewhere_log.read_text()
+        assert login_page_answers(url)
+
+        stack = processes(ours)
+        assert any("daphne" in proc["cmdline"] for proc in stack.values())
+        os.kill(first.pid, signal.SIGKILL)  # exec'd: scripts/start's pid is honcho's
+        first.wait(timeout=10)
+        wait_for(lambda: not processes(ours), timeout=60, what="the killed supervisor's processes to stop", log=log)
+    finally:
+        stop(first, ours)
+
+    third, third_log = launch("third")
+    try:
+        def alone_and_up():
+            assert third.poll() is None, third_log.read_text(errors="replace")[-6000:]
+            return login_page_answers(url)
+
+        wait_for(alone_and_up, timeout=180, what="the next start", log=third_log)
+    finally:
+        stop(third, ours)
+
+
+DEV_KEY = re.search(r'SECRET_KEY = "(dev-only[^"]+)"', (ROOT / "kernellab" / "settings.py").read_text()).group(1)
+
+
+def signed_with(session_data: str, key: str) -> bool:
+    from django.contrib.sessions.serializers import JSONSerializer  # noqa: PLC0415  (Django set up by the session)
+    from django.core import signing  # noqa: PLC0415
+
+    try:
+        signing.loads(session_data, key=key, salt="django.contrib.sessions.SessionStore", serializer=JSONSerializer)
+        return True
+    except signing.BadSignature:
+        return False
+
+
+def stop(start: subprocess.Popen, marker: bytes) -> None:
+    try:
+        os.killpg(start.pid, signal.SIGTERM)
+        start.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    for pid in processes(marker):  # whatever of this stack is left
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _uuid(code: str) -> str:

@@ -35,11 +35,13 @@ def acquire(search_id: int, token: str) -> bool:
     return True
 
 
-def renew(search_id: int, token: str) -> None:
+def renew(search_id: int, token: str) -> bool:
+    """Extend the lease. False when it was lost (it ran out and another orchestrator took the
+    search): the caller stops, leaving the search to the new holder."""
     with transaction.atomic():
-        Search.objects.filter(pk=search_id, engine_lease_owner=token).update(
+        return Search.objects.filter(pk=search_id, engine_lease_owner=token).update(
             engine_lease_until=timezone.now() + timedelta(seconds=LEASE_SECONDS)
-        )
+        ) == 1
 
 
 def release(search_id: int, token: str, force: bool = False) -> bool:

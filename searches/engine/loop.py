@@ -83,7 +83,9 @@ def _work(search_id: int, token: str) -> None:
             records.set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
             progressed = False
         if progressed:
-            lease.renew(search_id, token)
+            if not lease.renew(search_id, token):  # another orchestrator holds the search now
+                log.warning("search %s: engine lease lost; leaving the search to its new holder", search_id)
+                return
             continue
         if lease.release(search_id, token):
             return

@@ -1,9 +1,13 @@
 """Reads: the queries behind pages, exports and the engine. No writes here.
 
-One module per entity (problems, suites, searches, kernels, leaderboards, sharing, the queue); this module lists
-them all, so callers write `selectors.search_tree(...)`.
+One module per entity (problems, suites, searches, kernels, leaderboards, sharing, the queue, health); this module
+lists them all, so callers write `selectors.search_tree(...)`.
 """
 
+from .health import (  # noqa: F401
+    health_banner,
+    search_stalls,
+)
 from .kernels import (  # noqa: F401
     speed_of_light,
     kernel_is_ranked,

@@ -34,6 +34,14 @@ from .problems import (  # noqa: F401
     problem_record_validation,
     problem_validation_failed,
 )
+from .scheduling import (  # noqa: F401
+    Priority,
+    job_room,
+    search_room,
+    require_job_room,
+    require_search_room,
+    usage,
+)
 from .searches import (  # noqa: F401
     SEARCH_KNOB_LIMITS,
     SEARCH_FORK_OVERRIDES,
@@ -58,6 +66,9 @@ from .suites import (  # noqa: F401
     solution_position,
     SearchSweepRow,
     suite_start_searches,
+    ValidationRequest,
+    may_add_to_suite,
+    import_size_error,
 )
 from .sharing import (  # noqa: F401
     share_link_create,

@@ -16,14 +16,16 @@ from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 
 from .permissions import may_approve, require_steer
+from .scheduling import Priority
 
 RERUN_TOLERANCE = 0.10  # a rerun "reproduces" when its median is within 10% of the original
 
 
 @transaction.atomic
 def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
-                  parent: Kernel | None = None, name: str = "") -> Kernel:
-    """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node."""
+                  parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE) -> Kernel:
+    """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node.
+    Its job counts against the person's cap (OverQuota over it: nothing is saved); a sweep passes BULK."""
     source = source or ""
     if not source.strip():
         raise ValidationError("The kernel source is empty.", code="source")
@@ -51,7 +53,7 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
     )
     purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
     options = {"allow_library": search.allow_library} if search is not None else {}
-    queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=1)
+    queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
     return kernel
@@ -154,16 +156,20 @@ def kernel_request_rerun(*, kernel: Kernel, user) -> EvaluationJob:
                                  status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
     if waiting is not None:
         return waiting
-    return _queue_rerun(kernel)
+    return _queue_rerun(kernel, user)
 
 
-def _queue_rerun(kernel: Kernel) -> EvaluationJob:
+def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
+    """A person's request is interactive and counts against their cap; the system's (a noisy timing,
+    the engine's elite rechecks) runs as search work."""
     used = set(kernel.runs.values_list("seed", flat=True))
     seed = random.SystemRandom().randrange(1, 2**62)
     while seed in used:
         seed = random.SystemRandom().randrange(1, 2**62)
     options = {"allow_library": kernel.search.allow_library} if kernel.search_id else {}
-    return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=2, options=options)
+    priority = Priority.INTERACTIVE if getattr(user, "is_authenticated", False) else Priority.SEARCH
+    return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=priority,
+                                options=options, requested_by=user)
 
 
 def kernel_job_failed(*, job: EvaluationJob, reason: str) -> None:

@@ -10,6 +10,7 @@ from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 
 from .permissions import require_edit_problem
+from .scheduling import Priority
 
 PROBLEM_EDITABLE_FIELDS = ("name", "description", "source", "atol", "rtol", "device")
 
@@ -28,9 +29,9 @@ def _problem_check_fields(*, name: str, device: str, atol, rtol) -> None:
             raise ValidationError(f"{label} must be a finite number of at least 0 (got {value}).", code=label)
 
 
-def _problem_queue_validation(problem: Problem) -> EvaluationJob:
-    """Reset the problem's validation and queue a sandboxed run. Older queued runs are dropped:
-    their result would describe a source the problem no longer has."""
+def _problem_queue_validation(problem: Problem, user) -> EvaluationJob:
+    """Reset the problem's validation and queue a sandboxed run (interactive: someone waits on its
+    page). Older queued runs are dropped: their result would describe a source the problem no longer has."""
     EvaluationJob.objects.filter(
         problem=problem, purpose=EvaluationJob.Purpose.VALIDATE, status=EvaluationJob.Status.QUEUED
     ).update(status=EvaluationJob.Status.FAILED, last_error="superseded by an edit", finished_at=timezone.now())
@@ -40,7 +41,7 @@ def _problem_queue_validation(problem: Problem) -> EvaluationJob:
     problem.validated_at = None
     problem.flops = None
     problem.min_bytes = None
-    return queue.enqueue_validation(problem)
+    return queue.enqueue_validation(problem, priority=Priority.INTERACTIVE, requested_by=user)
 
 
 @transaction.atomic
@@ -56,9 +57,11 @@ def problem_create(
     catalog_key: str = "",
     family: str = "",
     validate: bool = True,
+    priority: Priority = Priority.INTERACTIVE,
 ) -> Problem:
     """Save a problem after the static checks and queue its sandboxed validation (unless
-    `validate` is false: a bulk import stores problems to validate later, on request)."""
+    `validate` is false: a bulk import stores problems to validate later, on request). The
+    validation counts against the person's cap: over it, OverQuota and nothing is saved."""
     check_problem_source(source)
     _problem_check_fields(name=name, device=device, atol=atol, rtol=rtol)
     problem = Problem.objects.create(
@@ -73,7 +76,7 @@ def problem_create(
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
     if validate:
-        queue.enqueue_validation(problem)
+        queue.enqueue_validation(problem, priority=priority, requested_by=user)
     return problem
 
 
@@ -111,7 +114,7 @@ def problem_update(*, problem: Problem, user, **fields) -> Problem:
     for key, value in changes.items():
         setattr(current, key, value)
     if revalidate:
-        _problem_queue_validation(current)
+        _problem_queue_validation(current, user)
     current.save()
     return current
 
@@ -136,7 +139,7 @@ def _problem_new_version(*, current: Problem, user, changes: dict, revalidate: b
     new.is_latest = True
     new.save()
     if revalidate:
-        queue.enqueue_validation(new)
+        queue.enqueue_validation(new, priority=Priority.INTERACTIVE, requested_by=user)
     return new
 
 
@@ -144,7 +147,7 @@ def _problem_new_version(*, current: Problem, user, changes: dict, revalidate: b
 def problem_request_validation(*, problem: Problem, user) -> EvaluationJob:
     """Validate the problem again, e.g. after its evaluator died or to refresh its baselines."""
     problem = Problem.objects.select_for_update().get(pk=problem.pk)
-    job = _problem_queue_validation(problem)
+    job = _problem_queue_validation(problem, user)
     problem.save()
     return job
 

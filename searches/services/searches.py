@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation import queue
+from lib.ratelimit import OverQuota
 from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
@@ -14,6 +15,7 @@ from searches.selectors.searches import search_proposer_unavailable
 
 from .jobs import job_fail
 from .permissions import require_steer
+from .scheduling import require_search_room
 
 
 # Search knobs and the limits the form and the command enforce: (smallest, largest).
@@ -94,6 +96,7 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
+    require_search_room(user)  # OverQuota past the person's cap on searches queued or running
     search = Search.objects.create(
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
@@ -130,6 +133,10 @@ def search_resume(*, search: Search, user) -> Search:
     if search.status != Search.Status.PAUSED:
         raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
     _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
+    try:
+        require_search_room(search.created_by)  # it runs as its starter's again
+    except OverQuota as refusal:  # said on the search page, where Resume was pressed
+        raise ValidationError(refusal.message, code="cap") from refusal
     search.status = Search.Status.RUNNING
     search.stop_reason = ""
     search.save(update_fields=["status", "stop_reason"])
@@ -205,6 +212,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
     if knobs["proposer"] == Search.Proposer.ANTHROPIC and not knobs.get("model"):
         knobs["model"] = settings.ANTHROPIC_MODEL
+    require_search_room(user)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
         **{**knobs, "name": (knobs.get("name") or f"Fork of {search}")[:200]},

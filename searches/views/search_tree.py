@@ -1,10 +1,18 @@
 """The search tree as HTML, built in one pass over plain dicts: a nested list of kernel nodes
 joined by idea nodes. Built here rather than by template recursion so a 2,000-kernel search
-renders in milliseconds. Every piece of text goes through `escape`."""
+renders in milliseconds. Every piece of text goes through `escape`. A crowd on one page shares one
+render per change (`cached_for_search`)."""
 
+import hashlib
+import logging
+import threading
 from html import escape
 
+from django.core.cache import cache
+
 from ..models import Verdict
+
+log = logging.getLogger(__name__)
 
 # Status -> (mark, label). The page's script gets the same table through json_script.
 MARKS = {
@@ -159,3 +167,43 @@ def _timing(k: dict) -> str:
     if k.get("sol") is not None:
         parts.append(f'{k["sol"]:.0%} SOL')
     return " · ".join(parts)
+
+
+# --- one render per change, shared by every viewer -------------------------------------------
+
+TREE_CACHE_SECONDS = 3600  # a bound on memory, not on staleness: a change changes the key
+
+
+def cached_for_search(search, part: str, build):
+    """`build()` once per change of `search`, then from Django's cache. Every change to a search's
+    tree publishes an event (live.events.publish bumps `last_event_seq` in the same transaction),
+    so a key on (search, last_event_seq) changes exactly when the tree does. The search's code, a
+    random UUID, keeps the key apart from another database's search of the same id. A cache that
+    fails (Redis down) costs the render, never the page."""
+    key = "search-page:" + hashlib.sha256(f"{search.code}:{search.last_event_seq}:{part}".encode()).hexdigest()
+    hit = _cache_get(key)
+    if hit is not None:
+        return hit
+    # Django runs each request's view on its own thread: without this, a crowd arriving after an
+    # event would all miss together and render the same tree side by side.
+    with _BUILD_LOCKS[int(key[-8:], 16) % len(_BUILD_LOCKS)]:
+        hit = _cache_get(key)  # built by the thread we waited for
+        if hit is not None:
+            return hit
+        value = build()
+        try:
+            cache.set(key, value, TREE_CACHE_SECONDS)
+        except Exception as exc:
+            log.warning("search page cache unavailable (%s: %s)", type(exc).__name__, exc)
+        return value
+
+
+_BUILD_LOCKS = [threading.Lock() for _ in range(64)]  # a fixed pool: no per-key state to clean up
+
+
+def _cache_get(key):
+    try:
+        return cache.get(key)
+    except Exception as exc:
+        log.warning("search page cache unavailable (%s: %s); rendering", type(exc).__name__, exc)
+        return None

@@ -16,7 +16,7 @@ from lib.ratelimit import limits_sandbox_work
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchForkForm, SearchStartForm
 from ..models import Kernel, Problem, Search, ShareLink, Verdict
-from .search_tree import MARKS, QUARANTINE_MARK, matching_ids, render_tree
+from .search_tree import MARKS, QUARANTINE_MARK, cached_for_search, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
 IDEA_CHART_ROWS = 12
@@ -42,7 +42,9 @@ def add_service_errors(form, error: ValidationError) -> None:
 
 @login_required
 def search_list(request):
-    return render(request, "searches/search/list.html", {"searches": selectors.search_list()})
+    searches = selectors.search_list()
+    selectors.search_stalls(searches=searches)  # each active one's `stalled` reason, or ""
+    return render(request, "searches/search/list.html", {"searches": searches})
 
 
 @login_required
@@ -66,30 +68,39 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
     """Everything the search page shows; also used by its read-only shared version, whose nodes
     link through `shared_kernel_url(code)` to the token-scoped kernel pages."""
     last_seq = search.last_event_seq  # read before the tree: replay may repeat, never miss
-    tree = selectors.search_tree(search=search)
-    shown = matching_ids(tree, status=status, round_=round_)
     kernel_url = shared_kernel_url if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
+
+    def tree_parts() -> dict:  # the tree and what is drawn from it: the same for every viewer
+        tree = selectors.search_tree(search=search)
+        shown = matching_ids(tree, status=status, round_=round_)
+        statuses = sorted({k["status"] for k in tree["kernels"]})
+        insights = insights_context(search, tree)
+        return {
+            "tree_html": mark_safe(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
+                                             idea_stats=insights["all_idea_stats"])),  # noqa: S308  escaped inside
+            "kernel_count": len(tree["kernels"]),
+            "idea_count": len(tree["ideas"]),
+            "best": tree["best"],
+            **insights,
+            "status_choices": [(s, MARKS.get(s, ("", s))[1]) for s in statuses] + [("quarantined", "Quarantined")],
+            "round_choices": sorted({k["round"] for k in tree["kernels"]}),
+        }
+
+    # Built once per change of the search for every viewer; the key's seq is the one read above, and
+    # the tree read under it is at least that new.
+    page = f"page:{shared}:{status}:{round_}:{kernel_url('00000000-0000-0000-0000-000000000000')}"
     planned = selectors.search_planned_candidates(search)
     end = search.finished_at or timezone.now()
     elapsed = (end - search.started_at).total_seconds() if search.started_at else None
-    statuses = sorted({k["status"] for k in tree["kernels"]})
-    insights = insights_context(search, tree)
     return {
         "search": search,
         "problem": search.problem,
-        "tree_html": mark_safe(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
-                                         idea_stats=insights["all_idea_stats"])),  # noqa: S308  escaped inside
-        "kernel_count": len(tree["kernels"]),
-        "idea_count": len(tree["ideas"]),
-        "best": tree["best"],
-        **insights,
+        **cached_for_search(search, page, tree_parts),
         "planned": planned,
         "percent": min(100, round(100 * search.candidates_evaluated / planned)) if planned else 0,
         "elapsed": elapsed,
         "filter_status": status,
         "filter_round": round_,
-        "status_choices": [(s, MARKS.get(s, ("", s))[1]) for s in statuses] + [("quarantined", "Quarantined")],
-        "round_choices": sorted({k["round"] for k in tree["kernels"]}),
         "live": {
             "code": str(search.code), "seq": last_seq, "ws": f"/ws/searches/{search.code}/",
             "kernel_url": reverse("kernel_detail", kwargs={"code": "00000000-0000-0000-0000-000000000000"}),
@@ -132,7 +143,8 @@ def search_queue_note(search: Search) -> str:
 def search_insights(request, code):
     """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
-    context = insights_context(search, selectors.search_tree(search=search))
+    context = cached_for_search(search, "insights",  # every viewer fetches it after each verdict
+                                lambda: insights_context(search, selectors.search_tree(search=search)))
     context.update(provenance=selectors.search_provenance(search=search), queue_note=search_queue_note(search),
                    fragment=True)
     response = render(request, "searches/search/_live_parts.html", context)
@@ -151,6 +163,7 @@ def search_detail(request, code):
         round_ = int(request.GET["round"]) if request.GET.get("round") else None
     except ValueError:
         round_ = None
+    selectors.search_stalls(searches=[search])
     context = search_context(search, status=status, round_=round_)
     context.update({
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),

@@ -4,6 +4,7 @@ and one search configuration started over a suite."""
 
 import csv
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
@@ -28,7 +29,7 @@ def suite_list(request):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-@limits_sandbox_work  # the whole upload is one POST, so it counts once
+@limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (scheduling.py)
 def suite_import(request):
     initial = {"name": request.GET.get("suite", "")}
     form = SuiteImportForm(request.POST or None, request.FILES or None, initial=initial)
@@ -42,7 +43,9 @@ def suite_import(request):
             form.add_error(None, error)
         else:
             return render(request, "searches/suites/report.html", {"report": report, "validated": data["validate"]})
-    return render(request, "searches/suites/import.html", {"form": form})
+    limits = {"problems": settings.SUITE_IMPORT_MAX_PROBLEMS, "bytes": settings.SUITE_IMPORT_MAX_BYTES,
+              "jobs": settings.MAX_QUEUED_JOBS_PER_USER}
+    return render(request, "searches/suites/import.html", {"form": form, "limits": limits})
 
 
 def suite_context(suite: Suite, *, share_token: str = "") -> dict:
@@ -75,7 +78,8 @@ def suite_detail(request, code):
     if request.GET.get("fragment"):
         return suite_fragment(request, context)
     context.update({"share_links": selectors.share_links_for(suite=suite, kind=ShareLink.Kind.SUITE),
-                    "share_kind": ShareLink.Kind.SUITE})
+                    "share_kind": ShareLink.Kind.SUITE,
+                    "may_add": services.may_add_to_suite(suite, request.user)})  # its owner's and administrators'
     return render(request, "searches/suites/detail.html", context)
 
 
@@ -84,16 +88,19 @@ def suite_detail(request, code):
 @limits_sandbox_work  # one request for the whole suite
 def suite_validate(request, code):
     suite = get_object_or_404(Suite, code=code)
-    queued = services.suite_request_validation(suite=suite, user=request.user)
-    messages.success(request, f"Queued the validation of {queued} stored problem{'s' if queued != 1 else ''}.")
+    asked = services.suite_request_validation(suite=suite, user=request.user)  # OverQuota (429) with no room
+    messages.success(request, f"Queued the validation of {asked.queued} stored problem{'s' if asked.queued != 1 else ''}.")
+    if asked.held:
+        messages.warning(request, f"{asked.held} more wait{'s' if asked.held == 1 else ''}: {asked.refusal}")
     return redirect("suite_detail", code=suite.code)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-@limits_sandbox_work  # the whole suite is one request, so it counts once
+@limits_sandbox_work  # one request; each search it starts counts against the person's cap
 def suite_search(request, code):
-    """One search configuration over every problem of the suite, each search with its own budget."""
+    """One search configuration over every problem of the suite, each search with its own budget,
+    as many as the person's cap on active searches allows (OverQuota, a 429, when it allows none)."""
     suite = get_object_or_404(Suite, code=code)
     form = SearchStartForm(request.POST or None, initial={"device": _suite_device(suite)})
     if request.method == "POST" and form.is_valid():

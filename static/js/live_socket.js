@@ -2,8 +2,9 @@
 //
 // followSearch(path, state, apply) connects to `path?after=<state.lastSeq>` and calls
 // apply(message) once per sequence number, in order: a number already applied is dropped, a gap
-// closes the socket so the reconnect replays it. On close it reconnects with back-off (0.25 s
-// doubling to 5 s), except when the server says the login or the search is gone.
+// closes the socket so the reconnect replays it. On close it reconnects after a random wait in
+// [0, back-off] (back-off 0.25 s doubling to 5 s): after a server restart a crowd of tabs comes
+// back spread out, not in lockstep. Not when the server says the login or the search is gone.
 // `state` gains ws, retry, stopped, applied and the controls reconnect(), pause(), resume().
 // #live-state shows the connection's state; body[data-live-seq] the last applied number.
 (function () {
@@ -38,7 +39,8 @@
         if (event.code === 4401) { state.stopped = true; setLive("live updates stopped: log in again"); return; }
         if (event.code === 4404) { state.stopped = true; setLive("this search no longer exists"); return; }
         setLive("reconnecting…");
-        setTimeout(connect, Math.min(5000, 250 * 2 ** state.retry++));
+        state.retry = Math.min(state.retry + 1, 6);
+        setTimeout(connect, Math.random() * Math.min(5000, 125 * 2 ** state.retry));
       };
     }
 

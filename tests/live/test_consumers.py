@@ -102,10 +102,10 @@ async def test_fills_a_gap_from_the_database_and_drops_duplicates():
     third = await sync_to_async(publish)(search.id, payload={"round": 3})
     layer = get_channel_layer()
     group = fanout.group_name(search.id)
-    await layer.group_send(group, {"type": "search.event", "event": fanout.event_message(third)})
+    await layer.group_send(group, fanout.group_message(fanout.event_message(third)))
     assert [m["seq"] for m in await receive_all(comm, timeout=0.5)] == [2, 3]
     for old in (second, third):  # duplicates of what it sent
-        await layer.group_send(group, {"type": "search.event", "event": fanout.event_message(old)})
+        await layer.group_send(group, fanout.group_message(fanout.event_message(old)))
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
 

@@ -2,8 +2,12 @@
 consumer (no poller), within a second, and nothing is sent for a rolled-back write."""
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -66,3 +70,35 @@ async def test_redis_fan_out_within_a_second(redis_mode):
     assert await comm.receive_nothing(timeout=0.5)  # the rolled-back event never left
     assert max(received[s] - committed[s] for s in committed) < 1.0
     await comm.disconnect()
+
+
+IDLE_RECEIVE = """
+import asyncio
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings
+
+async def main():
+    layer = RedisChannelLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"])
+    channel = await layer.new_channel()
+    try:
+        await asyncio.wait_for(layer.receive(channel), 7)  # redis-py 8's default read timeout is 5 s
+    except asyncio.TimeoutError:
+        print("idle receive ok")
+    finally:
+        await layer.flush()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_a_consumer_idle_past_the_clients_read_timeout_lives_on(require_redis, tmp_path):
+    """The channel layer as REDIS_URL configures it: a consumer that hears nothing for longer than
+    redis-py's default read timeout keeps waiting instead of dying with a TimeoutError."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "LIVE_UPDATES"}}
+    env.update(REDIS_URL="redis://127.0.0.1:6379/3", KERNELLAB_DATA_DIR=str(tmp_path),
+               SQLITE_PATH=str(tmp_path / "db.sqlite3"), DJANGO_SETTINGS_MODULE="kernellab.settings")
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()\n" + IDLE_RECEIVE], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert "idle receive ok" in done.stdout, done.stderr[-3000:]

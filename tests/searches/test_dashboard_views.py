@@ -115,9 +115,10 @@ def test_insights_fragment_follows_new_verdicts(client, tree):
     html = before.content.decode()
     assert before["Cache-Control"] == "no-store" and "<html" not in html  # the fragment alone
     assert 'id="chart-card"' in html and "Fuse the epilogue" in html and "1/2" in html  # idea B: faster ok, slowpoke not
-    idea_c = d.idea(search=tree["search"], parent_kernel=tree["faster"], title="Split the reduction", round=3)
+    idea_c = d.idea(search=tree["search"], parent_kernel=tree["faster"], title="Split the reduction", round=3,
+                    publish=True)  # a change publishes its event, which is what refreshes the cached charts
     d.kernel(problem=tree["problem"], search=tree["search"], idea=idea_c, parent=tree["faster"], round=3,
-             median_ms=0.1, name="fastest")
+             median_ms=0.1, name="fastest", publish=True)
     html = client.get(url).content.decode()
     assert "Split the reduction" in html and ">R3</text>" in html and "10.00" in html  # 1 / 0.1 ms vs eager
 

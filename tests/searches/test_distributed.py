@@ -122,7 +122,7 @@ async def main():
     from asgiref.sync import sync_to_async
     await sync_to_async(write)()
     got = [await asyncio.wait_for(layer.receive(channel), 5) for _ in range(2)]
-    print(json.dumps([m["event"] for m in got]))
+    print(json.dumps([json.loads(m["text"]) for m in got]))
 
 asyncio.run(main())
 """

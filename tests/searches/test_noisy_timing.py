@@ -49,7 +49,7 @@ def test_a_noisy_timing_is_kept_out_of_rankings_and_queues_its_rerun(noisy_kerne
     assert (kernel.status, kernel.quarantined) == ("correct", True)
     assert kernel.runs.get().noisy_reason == "pid 4242 used the GPU (SM 87%)"
     assert ranked_names(problem) == []
-    assert rerun_job(kernel).priority == 2
+    assert rerun_job(kernel).priority == services.Priority.SEARCH  # the system asked: search work, no cap
 
 
 def test_a_quiet_rerun_puts_it_back_with_the_quiet_figures(noisy_kernel):

@@ -131,3 +131,126 @@ def test_a_zip_entry_over_the_size_limit_is_refused_unread(settings):
     report = services.suite_import(user=None, suite_name="S", files=files)
     assert [row.outcome for row in report.rows] == ["refused", "accepted"]
     assert "the limit is 1000 bytes" in report.rows[0].reason
+
+
+# --- bounds on one import, and zips that lie ----------------------------------------------------
+
+
+def zip_bytes(entries, compression=zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
+        for name, text in entries:
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_a_2000_file_zip_is_refused_whole_before_anything_is_read_or_saved():
+    data = zip_bytes([(f"level1/{n}_P.py", f"# {n}\n" + SOFTMAX) for n in range(1, 2001)])
+    with pytest.raises(Exception, match="This import holds 2000 problem files; one import takes at most 300"):
+        services.files_from_zip(io.BytesIO(data))
+    files = [(f"level1/{n}_P.py", (f"# {n}\n" + SOFTMAX).encode()) for n in range(1, 302)]
+    with pytest.raises(Exception, match="holds 301 problem files"):
+        services.suite_import(user=None, suite_name="S", files=files, validate=True)
+    assert (Problem.objects.count(), Suite.objects.count(), EvaluationJob.objects.count()) == (0, 0, 0)
+
+
+def test_an_import_over_the_byte_bound_is_refused_from_the_stated_sizes(settings):
+    settings.SUITE_IMPORT_MAX_BYTES = 5000
+    data = zip_bytes([(f"level1/{n}_P.py", f"# {n}\n" + SOFTMAX + "#" * 2000) for n in (1, 2, 3)])
+    with pytest.raises(Exception, match="come to 7 KB uncompressed; one import takes at most 5 KB"):
+        services.files_from_zip(io.BytesIO(data))
+
+
+def test_an_entry_that_expands_like_a_zip_bomb_is_refused_unread():
+    data = zip_bytes([("level1/1_Bomb.py", SOFTMAX + "#" * 150_000), ("level1/2_Fine.py", SOFTMAX)])
+    (_, bomb), (_, fine) = services.files_from_zip(io.BytesIO(data))
+    assert "expands" in " ".join(bomb.messages) and "refused unread as a possible zip bomb" in " ".join(bomb.messages)
+    assert fine == SOFTMAX.encode()
+
+
+def test_a_zip_with_too_many_entries_is_refused():
+    data = zip_bytes([(f"docs/{n}.txt", "") for n in range(5001)])
+    with pytest.raises(Exception, match="The zip holds 5001 entries; the limit is 5000"):
+        services.files_from_zip(io.BytesIO(data))
+
+
+def lie(data: bytes, name: bytes, *, size: int | None = None, crc: int | None = None) -> bytes:
+    """The zip with `name`'s stated uncompressed size and/or CRC changed in both of its headers."""
+    out = bytearray(data)
+    for signature, size_at, crc_at, name_at in ((b"PK\x03\x04", 22, 14, 30), (b"PK\x01\x02", 24, 16, 46)):
+        start = out.find(signature)
+        while start >= 0 and out[start + name_at:start + name_at + len(name)] != name:
+            start = out.find(signature, start + 1)
+        if size is not None:
+            out[start + size_at:start + size_at + 4] = size.to_bytes(4, "little")
+        if crc is not None:
+            out[start + crc_at:start + crc_at + 4] = crc.to_bytes(4, "little")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+@pytest.mark.parametrize("change, words", [
+    (dict(size=100), "damaged or inconsistent"),  # states less than it holds
+    (dict(size=5000), "states 5000 bytes but holds"),  # states more
+    (dict(crc=1234), "damaged or inconsistent"),  # a bad checksum
+])
+def test_an_entry_that_lies_about_its_size_or_checksum_is_refused_and_the_rest_imports(compression, change, words):
+    data = lie(zip_bytes([("level1/1_Liar.py", SOFTMAX), ("level1/2_Honest.py", SOFTMAX + "\n")], compression),
+               b"level1/1_Liar.py", **change)
+    files = services.files_from_zip(io.BytesIO(data))
+    report = services.suite_import(user=None, suite_name="S", files=files)
+    assert [row.outcome for row in report.rows] == ["refused", "accepted"]
+    assert words in report.rows[0].reason and "Make the zip again" in report.rows[0].reason
+    assert Problem.objects.count() == 1
+
+
+def test_a_truncated_zip_member_is_refused_with_a_message():
+    data = zip_bytes([("level1/1_Cut.py", SOFTMAX * 20), ("level1/2_Whole.py", SOFTMAX)])
+    cut = data.find(b"PK\x03\x04", 4)  # where the second member begins
+    truncated = data[:cut - 100] + data[cut:]  # the first member's data ends early
+    (_, entry), _ = services.files_from_zip(io.BytesIO(truncated))
+    assert "damaged or inconsistent" in " ".join(entry.messages)
+
+
+# --- whose suite -----------------------------------------------------------------------------
+
+
+def test_only_the_owner_or_an_administrator_adds_to_a_suite_others_get_their_own():
+    from tests.searches import dashboard_data as d
+
+    ada, bob, admin = d.user("ada"), d.user("bob"), d.user("root", is_staff=True)
+    one = [("level1/1_A.py", SOFTMAX.encode())]
+    mine = services.suite_import(user=ada, suite_name="KB", files=one, device="cpu")
+    assert (mine.suite.name, mine.suite.created_by, mine.notices) == ("KB", ada, [])
+
+    theirs = services.suite_import(user=bob, suite_name="KB", files=[("level1/2_B.py", (SOFTMAX + "\n").encode())])
+    assert theirs.suite.name == "KB (bob)" and theirs.suite.created_by == bob
+    assert theirs.notices == ["The suite “KB” is someone else's: only its owner or an administrator adds problems "
+                              "to it. Your files went into your own suite “KB (bob)”."]
+    kb = Suite.objects.get(name="KB")
+    assert kb.members.count() == 1
+    again = services.suite_import(user=bob, suite_name="KB", files=[("level1/3_C.py", (SOFTMAX + "\n\n").encode())])
+    assert again.suite == theirs.suite and again.suite.members.count() == 2
+
+    assert services.suite_import(user=ada, suite_name="KB", files=[("level1/4_D.py", b"# d\n" + one[0][1])]).suite == kb
+    assert services.suite_import(user=admin, suite_name="KB", files=[("level1/5_E.py", b"# e\n" + one[0][1])]).suite == kb
+    assert kb.members.count() == 3
+
+
+# --- validations against the person's cap ----------------------------------------------------
+
+
+def test_an_import_with_validation_queues_bulk_jobs_up_to_the_cap_and_stores_the_rest(settings):
+    from searches.services.scheduling import Priority
+    from tests.searches import dashboard_data as d
+
+    settings.MAX_QUEUED_JOBS_PER_USER = 2
+    ada = d.user("ada")
+    files = [(f"level1/{n}_P.py", (f"# {n}\n" + SOFTMAX).encode()) for n in (1, 2, 3)]
+    report = services.suite_import(user=ada, suite_name="S", files=files, device="cpu", validate=True)
+    jobs = EvaluationJob.objects.filter(purpose="validate")
+    assert [(job.requested_by, job.priority) for job in jobs] == [(ada, Priority.BULK)] * 2
+    assert report.counts["accepted"] == 3 and report.rows[2].reason.startswith("stored, not validated")
+    assert report.notices == ["1 new problem was stored without validation: you have 2 evaluation jobs queued or "
+                              "running, the cap per person. Validate the rest from the suite page (“Validate stored "
+                              "problems”) when some have finished."]

@@ -68,3 +68,17 @@ def test_the_suite_page_says_what_is_in_progress_and_serves_its_moving_part(clie
     html = fragment.content.decode()
     assert fragment["Cache-Control"] == "no-store" and "<html" not in html
     assert "In progress: 1 validation and 1 kernel waiting or running, 2 searches queued or running." in html
+
+
+def test_search_every_problem_counts_every_search_against_the_cap(client, suite, settings):
+    settings.MAX_ACTIVE_SEARCHES_PER_USER = 1
+    user = d.user()
+    rows = services.suite_start_searches(user=user, suite=suite, name="", **KNOBS)
+    assert [r.outcome for r in rows] == ["started", "refused", "refused"]
+    assert rows[1].reason == rows[2].reason == ("not started: You have 1 search queued or running; the cap is 1 per "
+                                                "person. Start this one when one of them has finished, or pause or "
+                                                "cancel one.")
+    client.force_login(user)
+    response = client.post(reverse("suite_search", args=[suite.code]), {k: v for k, v in KNOBS.items() if v is not None})
+    assert response.status_code == 429 and "You have 1 search queued or running" in response.content.decode()
+    assert Search.objects.count() == 1

@@ -53,3 +53,19 @@ def test_a_run_folder_is_matched_by_level_and_number_and_queued(suite, tmp_path)
 def test_sweeping_into_an_unknown_suite_says_so(tmp_path):
     with pytest.raises(CommandError, match="no suite named"):
         call_command("sweep_solutions", str(tmp_path), "--suite", "nope", stdout=io.StringIO())
+
+
+def test_a_sweep_queues_bulk_jobs_up_to_the_cap_and_refuses_the_rest_saying_why(suite, tmp_path, settings):
+    from django.contrib.auth import get_user_model
+
+    from searches.services.scheduling import Priority
+
+    settings.MAX_QUEUED_JOBS_PER_USER = 1
+    ada = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    files = [("level1/1_Softmax_1.py", SOLUTION.encode()), ("level1/2_Softmax_2.py", SOLUTION.encode())]
+    rows = services.suite_sweep(user=ada, suite=suite, files=files)
+    assert [row.outcome for row in rows] == ["queued", "refused"]
+    assert rows[1].reason == ("not queued: you have 1 evaluation job queued or running, the cap per person; sweep "
+                              "this file again when some have finished.")
+    job = EvaluationJob.objects.get()
+    assert (job.requested_by, job.priority, Kernel.objects.count()) == (ada, Priority.BULK, 1)

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from lib import ratelimit
 from searches.models import EvaluationJob, Kernel, Problem, Suite, SuiteProblem
+from searches.services.scheduling import Priority
 
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 
@@ -109,8 +110,65 @@ def test_validate_stored_problems_queues_each_once_below_a_persons_validation(cl
     response = client_in.post(reverse("suite_validate", args=[suite.code]), follow=True)
     assert "Queued the validation of 2 stored problems." in response.content.decode()
     jobs = EvaluationJob.objects.filter(purpose="validate")
-    assert sorted(jobs.values_list("priority", flat=True)) == [0, 0, 10]
+    assert sorted(jobs.values_list("priority", flat=True)) == [Priority.BULK] * 2 + [Priority.INTERACTIVE]
     client_in.post(reverse("suite_validate", args=[suite.code]))
     assert jobs.count() == 3  # nothing queued twice
     page = client_in.get(reverse("suite_detail", args=[suite.code])).content.decode()
     assert "Stored, not yet validated" not in page
+
+
+# --- bounds, lying zips, whose suite, and the person's caps --------------------------------------
+
+
+def upload(entries, name="level1.zip"):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for entry, text in entries:
+            archive.writestr(entry, text)
+    return SimpleUploadedFile(name, buffer.getvalue(), content_type="application/zip")
+
+
+def test_a_2000_file_zip_gets_the_limit_and_saves_nothing(client_in):
+    files = upload([(f"level1/{n}_P.py", f"# {n}\n" + SOFTMAX) for n in range(1, 2001)])
+    response = post_import(client_in, [files], validate="on")
+    page = response.content.decode()
+    assert response.status_code == 200 and "This import holds 2000 problem files; one import takes at most 300" in page
+    assert (Problem.objects.count(), Suite.objects.count(), EvaluationJob.objects.count()) == (0, 0, 0)
+
+
+def test_a_zip_entry_with_a_false_size_gets_a_message_not_a_500(client_in):
+    data = bytearray(upload([("level1/1_Liar.py", SOFTMAX), ("level1/2_Honest.py", SOFTMAX + "\n")]).read())
+    for signature, size_at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # the first entry in both headers
+        start = data.find(signature)
+        data[start + size_at:start + size_at + 4] = (100).to_bytes(4, "little")
+    response = post_import(client_in, [SimpleUploadedFile("lying.zip", bytes(data))])
+    page = response.content.decode()
+    assert response.status_code == 200 and "1 accepted, 0 duplicates, 1 refused, of 2 files." in page
+    assert "the zip entry is damaged or inconsistent (Bad CRC-32" in page
+
+
+def test_importing_under_someone_elses_suite_name_makes_ones_own(client_in):
+    client = client_in
+    post_import(client, [zip_of(TEN[:2])])
+    client.force_login(get_user_model().objects.create_user("bob", password="pw-for-tests-only"))
+    page = post_import(client, [zip_of(TEN[2:4])]).content.decode()
+    assert "The suite “KB L1” is someone else&#x27;s" in page and "your own suite “KB L1 (bob)”" in page
+    assert Suite.objects.get(name="KB L1").members.count() == 2
+    assert Suite.objects.get(name="KB L1 (bob)").members.count() == 2
+    kb = Suite.objects.get(name="KB L1")
+    assert ">Add problems<" not in client.get(reverse("suite_detail", args=[kb.code])).content.decode()
+    client.force_login(kb.created_by)
+    assert ">Add problems<" in client.get(reverse("suite_detail", args=[kb.code])).content.decode()
+
+
+def test_validating_a_suite_counts_every_job_against_the_cap(client_in, settings):
+    settings.MAX_QUEUED_JOBS_PER_USER = 2
+    post_import(client_in, [zip_of(TEN[:3])])
+    suite = Suite.objects.get()
+    page = client_in.post(reverse("suite_validate", args=[suite.code]), follow=True).content.decode()
+    assert "Queued the validation of 2 stored problems." in page
+    assert "1 more waits: you have 2 evaluation jobs queued or running, the cap per person." in page
+    refused = client_in.post(reverse("suite_validate", args=[suite.code]))
+    text = " ".join(refused.content.decode().split())
+    assert refused.status_code == 429 and "You have 2 evaluation jobs queued or running; the cap is 2 per person." in text
+    assert EvaluationJob.objects.count() == 2

@@ -6,7 +6,11 @@ Everything runs against a scratch SQLite database in a temporary folder; nothing
 configured database. The parent process holds no database: it starts children with the
 scratch environment (build, daphne, the writing "worker") and drives chromium.
 
-    python manage.py bench_dashboard [--kernels 2000] [--events 60]
+    python manage.py bench_dashboard [--kernels 2000] [--events 60] [--viewers 50 100 200] [--page-loads 50]
+
+`--viewers` adds, per setup and per count, that many websocket viewers of the search (one load
+generator process, searches/management/crowd.py) and the latency of each event to each of them;
+`--page-loads` that many concurrent loads of the whole 2,000-kernel page from another process.
 """
 
 import json
@@ -18,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -35,8 +40,12 @@ class Command(BaseCommand):
         parser.add_argument("--kernels", type=int, default=2000)
         parser.add_argument("--events", type=int, default=60, help="live events timed per setup")
         parser.add_argument("--requests", type=int, default=10, help="search page loads timed")
-        parser.add_argument("--phase", choices=["main", "build", "write"], default="main", help=("internal: "
-                            "build the scratch data, or write events as a worker"))
+        parser.add_argument("--viewers", type=int, nargs="*", default=[], help="websocket viewer counts to time")
+        parser.add_argument("--page-loads", type=int, default=0, help="concurrent loads of the search page to time")
+        parser.add_argument("--phase", choices=["main", "build", "write", "viewers", "loads"], default="main",
+                            help="internal: build the scratch data, write events as a worker, or be the crowd")
+        parser.add_argument("--url", help="internal: what the crowd opens")
+        parser.add_argument("--cookie", help="internal: the crowd's session cookie")
         parser.add_argument("--search", type=int, help="internal: the search to write events to")
         parser.add_argument("--gap", type=float, default=0.1, help="seconds between written events")
 
@@ -45,10 +54,23 @@ class Command(BaseCommand):
             return self.build(options["kernels"], options["requests"])
         if phase == "write":
             return self.write(options["search"], options["events"], options["gap"])
+        if phase in ("viewers", "loads"):
+            from .. import crowd
+
+            count = options["viewers"][0] if phase == "viewers" else options["page_loads"]
+            if phase == "viewers":  # as a browser does: from the seq its page was rendered with, not from 0
+                from searches.models import Search
+
+                after = Search.objects.get(pk=options["search"]).last_event_seq
+                options["url"] += f"?after={after}"
+            result = (crowd.viewers(options["url"], options["cookie"], count, options["events"]) if phase == "viewers"
+                      else crowd.page_loads(options["url"], options["cookie"], count))
+            self.stdout.write(json.dumps(result))
+            return None
         return self.main(**options)
 
     # --- the parent -----------------------------------------------------------------------
-    def main(self, *, kernels, events, requests, **_):
+    def main(self, *, kernels, events, requests, viewers, page_loads, **_):
         from tests.conftest import chromium_path
 
         scratch = Path(tempfile.mkdtemp(prefix="kernellab-bench-"))
@@ -61,22 +83,29 @@ class Command(BaseCommand):
             built = json.loads(self.child(env, "--phase", "build", "--kernels", str(kernels),
                                           "--requests", str(requests)).strip().splitlines()[-1])
             times, cpu = built["page_ms"], built["cpu_ms"]
-            rows = [(f"search page server time ({built['kernels']} kernels, {built['ideas']} ideas, n={len(times)})",
+            rows = [(f"search page server time ({built['kernels']} kernels, {built['ideas']} ideas, n={len(times)}), "
+                     "first load after a change",
                      f"p50 {statistics.median(times):.0f} ms", f"max {max(times):.0f} ms (target < 300 ms)"),
                     (f"  of which CPU time in the server process ({built['bytes'] // 1024} KiB of HTML)",
-                     f"p50 {statistics.median(cpu):.0f} ms", f"max {max(cpu):.0f} ms")]
+                     f"p50 {statistics.median(cpu):.0f} ms", f"max {max(cpu):.0f} ms"),
+                    ("  a later load, the tree from the cache (until the next event)",
+                     f"p50 {statistics.median(built['cached_ms']):.0f} ms", f"max {max(built['cached_ms']):.0f} ms")]
             setups = [("embedded (SQLite + poller)", {})]
             if os.environ.get("REDIS_URL"):
                 setups.append(("Redis (channels_redis)", {"REDIS_URL": os.environ["REDIS_URL"]}))
             browser = chromium_path()
-            if not browser:
+            if not browser and not (viewers or page_loads):
                 raise CommandError("Chromium is needed for the latency part: apt-get install chromium")
             for name, extra in setups:
-                latencies = self.latency({**env, **extra}, built, events, browser)
-                latencies.sort()
-                p95 = latencies[max(0, int(round(0.95 * len(latencies))) - 1)]
-                rows.append((f"event latency worker -> browser, {name}, n={len(latencies)}",
-                             f"p50 {statistics.median(latencies):.0f} ms", f"p95 {p95:.0f} ms (target < 1000 ms)"))
+                if not browser:
+                    rows.append((f"event latency worker -> browser, {name}", "skipped", "no chromium"))
+                else:
+                    latencies = sorted(self.latency({**env, **extra}, built, events, browser))
+                    rows.append((f"event latency worker -> browser, {name}, n={len(latencies)}",
+                                 f"p50 {statistics.median(latencies):.0f} ms",
+                                 f"p95 {_p95(latencies):.0f} ms (target < 1000 ms)"))
+                if viewers or (page_loads and not extra):
+                    rows += self.crowd({**env, **extra}, built, events, name, viewers, page_loads if not extra else 0)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         rows.append((f"load average during the run (this machine has {os.cpu_count()} cores)",
@@ -93,9 +122,9 @@ class Command(BaseCommand):
             raise CommandError(f"bench_dashboard {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
         return done.stdout
 
-    def latency(self, env, built, events, browser) -> list[float]:
-        from playwright.sync_api import sync_playwright
-
+    @contextmanager
+    def serve(self, env):
+        """One daphne process, as `scripts/start` runs it; yields its port."""
         port = free_port()
         log = tempfile.TemporaryFile()
         web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
@@ -103,6 +132,50 @@ class Command(BaseCommand):
                                start_new_session=True)
         try:
             wait_for(f"http://127.0.0.1:{port}/login/", web, log)
+            yield port
+        finally:
+            web.terminate()
+            try:
+                web.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                web.kill()
+
+    def crowd(self, env, built, events, name, viewers, page_loads) -> list[tuple]:
+        """Each viewer count against a fresh daphne, then concurrent page loads; one row each."""
+        cookie = f"{settings.SESSION_COOKIE_NAME}={built['session']}"
+        rows = []
+        for count in viewers:
+            with self.serve(env) as port:
+                crowd = subprocess.Popen(
+                    [sys.executable, "manage.py", "bench_dashboard", "--phase", "viewers", "--viewers", str(count),
+                     "--events", str(events), "--cookie", cookie, "--search", str(built["search_id"]),
+                     "--url", f"http://127.0.0.1:{port}/ws/searches/{built['search_code']}/"],
+                    cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                ready = json.loads(crowd.stdout.readline() or "{}")
+                self.child(env, "--phase", "write", "--search", str(built["search_id"]), "--events", str(events))
+                out, err = crowd.communicate(timeout=600)
+                if crowd.returncode != 0:
+                    raise CommandError(f"the viewers' process failed:\n{err[-3000:]}")
+                result = _last_json(out + err, "viewers")
+            ms = sorted(1000 * t for t in result["latencies_s"]) or [float("nan")]
+            rows.append((f"event latency, {name}, {count} viewers ({result['connected']} connected in "
+                         f"{ready.get('connect_s', 0):.1f} s, {result['unfinished']} short), n={len(ms)}",
+                         f"p50 {statistics.median(ms):.0f} ms", f"p95 {_p95(ms):.0f} ms (target < 1000 ms)"))
+        if page_loads:
+            with self.serve(env) as port:
+                out = self.child(env, "--phase", "loads", "--page-loads", str(page_loads), "--cookie", cookie,
+                                 "--url", f"http://127.0.0.1:{port}/searches/{built['search_code']}/")
+            result = _last_json(out, "loads")
+            seconds = sorted(1000 * t for t in result["seconds"]) or [float("nan")]
+            rows.append((f"{page_loads} concurrent loads of the whole search page, {name} ({result['failed']} failed, "
+                         f"{result['bytes'] // 1024} KiB gzipped)", f"p50 {statistics.median(seconds):.0f} ms",
+                         f"p95 {_p95(seconds):.0f} ms, max {seconds[-1]:.0f} ms (target p95 < 1000 ms)"))
+        return rows
+
+    def latency(self, env, built, events, browser) -> list[float]:
+        from playwright.sync_api import sync_playwright
+
+        with self.serve(env) as port:
             with sync_playwright() as pw:
                 chromium = pw.chromium.launch(executable_path=browser, headless=True, args=["--no-sandbox"])
                 context = chromium.new_context(base_url=f"http://127.0.0.1:{port}")
@@ -120,12 +193,6 @@ class Command(BaseCommand):
                 page.wait_for_function(f"() => window.__arrivals.length >= {events}", timeout=30_000)
                 arrivals = page.evaluate("window.__arrivals")
                 chromium.close()
-        finally:
-            web.terminate()
-            try:
-                web.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                web.kill()
         latencies = []
         for at_ms, data in arrivals:
             message = json.loads(data)
@@ -136,6 +203,7 @@ class Command(BaseCommand):
     # --- children (scratch environment) --------------------------------------------------------
     def build(self, kernels: int, requests: int):
         from django.contrib.auth import get_user_model
+        from django.core.cache import cache
         from django.core.management import call_command
         from django.test import Client
         from django.urls import reverse
@@ -147,17 +215,21 @@ class Command(BaseCommand):
         client.force_login(user)
         url = reverse("search_detail", kwargs={"code": search.code})
         client.get(url)  # warm up: template loading, first queries
-        page_ms, cpu_ms = [], []
+        page_ms, cpu_ms, cached_ms = [], [], []
         for _ in range(requests):
+            cache.clear()  # the first load after a change renders the tree
             started, started_cpu = time.perf_counter(), time.process_time()
             response = client.get(url)
             page_ms.append((time.perf_counter() - started) * 1000)
             cpu_ms.append((time.process_time() - started_cpu) * 1000)
             assert response.status_code == 200
+            started = time.perf_counter()
+            assert client.get(url).status_code == 200  # every later one, until the next event, does not
+            cached_ms.append((time.perf_counter() - started) * 1000)
         self.stdout.write(json.dumps({
             "search_id": search.id, "search_code": str(search.code), "session": client.cookies["sessionid"].value,
             "kernels": search.kernels.count(), "ideas": search.ideas.count(), "page_ms": page_ms,
-            "cpu_ms": cpu_ms, "bytes": len(response.content)}))
+            "cpu_ms": cpu_ms, "cached_ms": cached_ms, "bytes": len(response.content)}))
 
     def write(self, search_id: int, count: int, gap: float):
         """As the evaluation worker would: one transaction per event, then the next."""
@@ -169,3 +241,19 @@ class Command(BaseCommand):
             time.sleep(gap)
             with transaction.atomic():
                 events.publish(search_id, "bench.ping", {"t": time.time()})
+
+
+def _p95(values: list[float]) -> float:
+    return values[max(0, int(round(0.95 * len(values))) - 1)]
+
+
+def _last_json(out: str, key: str) -> dict:
+    """The crowd child's result: its last line that is a JSON object with `key`."""
+    for line in reversed(out.splitlines()):
+        try:
+            result = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and key in result:
+            return result
+    raise CommandError(f"the crowd's process printed no result:\n{out[-2000:]}")

@@ -71,6 +71,7 @@ class Command(BaseCommand):
                 device=entry.device,
                 catalog_key=entry.key,
                 family=entry.family,
+                priority=services.Priority.BULK,  # warm-up: behind people's own problems and searches
             )
             added.append(entry)
         skipped = len(catalog.problems()) - len(added)

@@ -3,7 +3,10 @@
     python manage.py import_problems tests/fixtures/kernelbench --suite "KernelBench L1-3"
 
 The level comes from a `levelN` folder, the number from the file name's `N_` prefix. Problems
-are stored, not yet validated, unless --validate queues their validation now.
+are stored, not yet validated, unless --validate queues their validation now (in the bulk class;
+with --user, as many as that person's cap on queued jobs allows). One import is bounded
+(SUITE_IMPORT_MAX_PROBLEMS files, SUITE_IMPORT_MAX_BYTES uncompressed); with --user, a suite of
+someone else's name makes one of that person's own.
 """
 
 from pathlib import Path
@@ -66,6 +69,8 @@ class Command(BaseCommand):
                                            validate=validate, progress=progress)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
+        for notice in report.notices:
+            self.stdout.write(self.style.WARNING(notice))
         counts = report.counts
         needing = sum(1 for row in report.rows if row.missing_modules)
         summary = (f"Suite “{report.suite.name}”: {counts['accepted']} accepted, {counts['duplicate']} duplicates, "
