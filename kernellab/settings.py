@@ -162,7 +162,8 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py 8 times reads out after 5 s by default, shorter than channels_redis's blocking
             # receive: consumers died under a crowd ("Timeout reading from ..."); the server side bounds it.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
+            # Its pools also stop at 100 connections, which a crowd connecting at once (a group_add each) passes.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 1000}]},
         }
     }
     # Shared by every web process: rate-limit counters (lib/ratelimit.py) hold across them.
