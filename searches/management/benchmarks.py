@@ -2,6 +2,7 @@
 
 import random
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -69,6 +70,15 @@ def wait_for(url, process, log, timeout=60):
         except OSError:
             time.sleep(0.3)
     raise CommandError("daphne did not answer in time")
+
+
+def stop(process, grace: float = 10) -> None:
+    """Terminate a server the benchmark started; kill it if it does not stop within `grace` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def bench_worker(command: str, suffix: str, device: str, pool_size: int | None, jobs_in_flight: int | None):

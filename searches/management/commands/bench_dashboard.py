@@ -28,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ..benchmarks import free_port, make_search, wait_for
+from ..benchmarks import free_port, make_search, stop, wait_for
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -134,11 +134,7 @@ class Command(BaseCommand):
             wait_for(f"http://127.0.0.1:{port}/login/", web, log)
             yield port
         finally:
-            web.terminate()
-            try:
-                web.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                web.kill()
+            stop(web)
 
     def crowd(self, env, built, events, name, viewers, page_loads) -> list[tuple]:
         """Each viewer count against a fresh daphne, then concurrent page loads; one row each."""

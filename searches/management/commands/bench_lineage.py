@@ -21,7 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ..benchmarks import free_port, make_search, wait_for
+from ..benchmarks import free_port, make_search, stop, wait_for
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -103,11 +103,7 @@ class Command(BaseCommand):
                         server.append(timing["ttfb"])
                 chromium.close()
         finally:
-            web.terminate()
-            try:
-                web.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                web.kill()
+            stop(web)
         return drawn, script, server
 
     def build(self, kernels: int):
