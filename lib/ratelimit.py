@@ -1,4 +1,4 @@
-"""Rate limits: fixed windows counted in Django's cache (one web process by default; shared by
+"""Rate limits: sliding windows counted in Django's cache (one web process by default; shared by
 every web process through Redis when REDIS_URL is set).
 
 Three are enforced: failed logins per address and account (guessing one password), failed logins
@@ -12,6 +12,7 @@ raises OverQuota, and `limits_sandbox_work` turns it into the same 429 page."""
 
 import hashlib
 import logging
+import math
 import time
 from dataclasses import dataclass
 from functools import wraps
@@ -48,8 +49,15 @@ class OverQuota(Exception):
 QUOTA_RETRY_SECONDS = 60  # a queue drains in minutes; no window to wait out
 
 
-def _key(limit: Limit, who: str, window: int) -> str:
-    return f"ratelimit:{limit.name}:{hashlib.sha256(who.encode()).hexdigest()[:32]}:{window}"
+BUCKETS = 15  # a limit's period is counted in this many buckets
+
+
+def _bucket_seconds(limit: Limit) -> float:
+    return limit.seconds / BUCKETS
+
+
+def _key(limit: Limit, who: str, bucket: int) -> str:
+    return f"ratelimit:{limit.name}:{hashlib.sha256(who.encode()).hexdigest()[:32]}:{bucket}"
 
 
 def _cache_down(limit: Limit, exc: Exception) -> None:
@@ -59,28 +67,41 @@ def _cache_down(limit: Limit, exc: Exception) -> None:
 
 
 def retry_after(limit: Limit, who: str) -> int:
-    """Seconds until `who` may try again, or 0 when under the limit (without counting)."""
+    """Seconds until `who` may try again, or 0 when under the limit (without counting).
+
+    A sliding window of BUCKETS + 1 buckets, the oldest counted whole: a request is remembered for
+    between one period and one period and a bucket, so a burst across any boundary counts whole
+    (a fixed window would forget it the second its window ends)."""
     now = time.time()
-    window = int(now // limit.seconds)
+    width = _bucket_seconds(limit)
+    newest = int(now // width)
+    buckets = range(newest - BUCKETS, newest + 1)
     try:
-        used = cache.get(_key(limit, who, window)) or 0
+        counts = cache.get_many([_key(limit, who, b) for b in buckets])
     except Exception as exc:  # the cache backend's own connection errors
         _cache_down(limit, exc)
         return 0
-    if used < limit.count:
+    used = [counts.get(_key(limit, who, b)) or 0 for b in buckets]
+    total = sum(used)
+    if total < limit.count:
         return 0
-    return max(1, int((window + 1) * limit.seconds - now))
+    for bucket, n in zip(buckets, used):  # oldest first: when does enough of it slide out?
+        total -= n
+        if total < limit.count:
+            return max(1, math.ceil((bucket + BUCKETS + 1) * width - now))
+    raise AssertionError("unreachable: every bucket slid out")
 
 
 def count(limit: Limit, who: str) -> None:
-    window = int(time.time() // limit.seconds)
-    key = _key(limit, who, window)
+    width = _bucket_seconds(limit)
+    key = _key(limit, who, int(time.time() // width))
+    ttl = math.ceil(limit.seconds + 2 * width)  # read until it slides out
     try:
-        cache.add(key, 0, timeout=limit.seconds + 5)
+        cache.add(key, 0, timeout=ttl)
         try:
             cache.incr(key)
         except ValueError:  # expired between add and incr
-            cache.set(key, 1, timeout=limit.seconds + 5)
+            cache.set(key, 1, timeout=ttl)
     except Exception as exc:
         _cache_down(limit, exc)
 

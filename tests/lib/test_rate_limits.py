@@ -1,6 +1,8 @@
 """Rate limits: failed logins per address and account and per address, and requests that queue sandbox work per
 user. Over the limit the answer is a 429 page that says how long to wait, and nothing is saved."""
 
+import time
+
 import pytest
 from django.urls import reverse
 
@@ -19,7 +21,7 @@ def test_failed_logins_are_limited_per_address_and_account(client):
         assert response.status_code == 200 and "password didn't match" in response.content.decode()
     blocked = client.post(url, {"username": "alice", "password": "pw-for-tests-only"})  # even the right one
     assert blocked.status_code == 429 and "_auth_user_id" not in client.session
-    assert 0 < int(blocked["Retry-After"]) <= ratelimit.LOGIN_FAILURES.seconds
+    assert 0 < int(blocked["Retry-After"]) <= ratelimit.LOGIN_FAILURES.seconds * (1 + 1 / ratelimit.BUCKETS)
     assert "Too many failed logins" in blocked.content.decode()
     # Another account from the same address, and this account from another address, are not blocked.
     d.user("bob")
@@ -63,3 +65,23 @@ def test_one_address_trying_many_accounts_is_limited_and_the_owner_still_logs_in
     # The owner, from their own address, is not locked out by the attacker's failures.
     owner = client.post(url, {"username": "alice", "password": "pw-for-tests-only"}, REMOTE_ADDR="10.9.8.7")
     assert owner.status_code == 302
+
+
+def test_a_burst_across_a_window_boundary_is_counted_whole_and_retry_after_is_true(client, monkeypatch):
+    """Failures just before a bucket or period ends still count just after it: the window slides."""
+    d.user("alice")
+    url = reverse("login")
+    limit = ratelimit.LOGIN_FAILURES
+    boundary = (int(time.time() // limit.seconds) + 1) * limit.seconds
+    monkeypatch.setattr(ratelimit.time, "time", lambda: boundary - 1)
+    for _ in range(limit.count):
+        assert client.post(url, {"username": "alice", "password": "wrong"}).status_code == 200
+    monkeypatch.setattr(ratelimit.time, "time", lambda: boundary + 1)
+    blocked = client.post(url, {"username": "alice", "password": "pw-for-tests-only"})
+    assert blocked.status_code == 429
+    wait = int(blocked["Retry-After"])
+    assert limit.seconds - 5 <= wait <= limit.seconds
+    monkeypatch.setattr(ratelimit.time, "time", lambda: boundary + wait - 1)
+    assert client.post(url, {"username": "alice", "password": "pw-for-tests-only"}).status_code == 429
+    monkeypatch.setattr(ratelimit.time, "time", lambda: boundary + wait + 1)
+    assert client.post(url, {"username": "alice", "password": "pw-for-tests-only"}).status_code == 302
