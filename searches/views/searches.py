@@ -1,15 +1,19 @@
 """Search pages: start, watch (tree, progress, chart), control, and people-in-the-loop forms."""
 
+import secrets
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
-from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
+from lib import gzip_parts
+from lib.gzip_parts import Compressed
 from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_chart
 from lib.ratelimit import limits_sandbox_work
 
@@ -20,6 +24,8 @@ from .search_tree import MARKS, QUARANTINE_MARK, cached_for_search, matching_ids
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
 IDEA_CHART_ROWS = 12
+# Where the cached tree goes in a rendered page (never in a page's own text: the code is random).
+TREE_MARKER = mark_safe(f"<!--tree-{secrets.token_hex(8)}-->")  # noqa: S308
 CONTROL_ACTIONS = {"pause": "search_pause", "resume": "search_resume", "cancel": "search_cancel"}
 
 
@@ -70,21 +76,29 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
     last_seq = search.last_event_seq  # read before the tree: replay may repeat, never miss
     kernel_url = shared_kernel_url if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
 
-    def tree_parts() -> dict:  # the tree and what is drawn from it: the same for every viewer
+    def tree_parts() -> dict:  # the tree and what is drawn from it, rendered: the same for every viewer
         tree = selectors.search_tree(search=search)
         shown = matching_ids(tree, status=status, round_=round_)
         statuses = sorted({k["status"] for k in tree["kernels"]})
         insights = insights_context(search, tree)
-        return {
-            "tree_html": mark_safe(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
-                                             idea_stats=insights["all_idea_stats"])),  # noqa: S308  escaped inside
+        parts = {
+            # Escaped inside; compressed once here, spliced into each response (lib/gzip_parts.py).
+            "tree_part": Compressed.of(render_tree(tree, kernel_url=kernel_url, pickable=not shared, shown=shown,
+                                                   idea_stats=insights["all_idea_stats"])),
+            "insights_html": render_insights(insights),
             "kernel_count": len(tree["kernels"]),
             "idea_count": len(tree["ideas"]),
             "best": tree["best"],
-            **insights,
             "status_choices": [(s, MARKS.get(s, ("", s))[1]) for s in statuses] + [("quarantined", "Quarantined")],
             "round_choices": sorted({k["round"] for k in tree["kernels"]}),
         }
+        if not shared:  # the owner's forms, without their CSRF tokens
+            parts["fork_knobs_html"] = render_to_string("searches/search/_knobs.html",
+                                                        {"form": SearchForkForm.for_search(search)})
+            parts["fork_parents"] = search.parents_per_round
+            parts["parent_choices_html"] = render_to_string(
+                "searches/search/_parent_choices.html", {"parent_choices": selectors.search_parent_choices(search=search)})
+        return parts
 
     # Built once per change of the search for every viewer; the key's seq is the one read above, and
     # the tree read under it is at least that new.
@@ -96,6 +110,7 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
         "search": search,
         "problem": search.problem,
         **cached_for_search(search, page, tree_parts),
+        "tree_html": TREE_MARKER,
         "planned": planned,
         "percent": min(100, round(100 * search.candidates_evaluated / planned)) if planned else 0,
         "elapsed": elapsed,
@@ -111,6 +126,10 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
         "provenance": selectors.search_provenance(search=search),
         "shared": shared,
     }
+
+
+def render_insights(insights: dict) -> str:
+    return render_to_string("searches/search/_insights.html", insights)
 
 
 def insights_context(search: Search, tree: dict) -> dict:
@@ -143,17 +162,16 @@ def search_queue_note(search: Search) -> str:
 def search_insights(request, code):
     """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
-    context = cached_for_search(search, "insights",  # every viewer fetches it after each verdict
-                                lambda: insights_context(search, selectors.search_tree(search=search)))
-    context.update(provenance=selectors.search_provenance(search=search), queue_note=search_queue_note(search),
-                   fragment=True)
+    insights_html = cached_for_search(search, "insights",  # every viewer fetches it after each verdict
+                                      lambda: render_insights(insights_context(search, selectors.search_tree(search=search))))
+    context = {"insights_html": insights_html, "provenance": selectors.search_provenance(search=search),
+               "queue_note": search_queue_note(search), "fragment": True}
     response = render(request, "searches/search/_live_parts.html", context)
     response["Cache-Control"] = "no-store"
     return response
 
 
 @login_required
-@gzip_page  # a 2,000-kernel tree is ~1 MB of HTML, ~10x less compressed
 def search_detail(request, code):
     search = get_object_or_404(Search.objects.select_related("problem", "created_by", "forked_from"), code=code)
     status = request.GET.get("status", "")
@@ -167,12 +185,11 @@ def search_detail(request, code):
     context = search_context(search, status=status, round_=round_)
     context.update({
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
-        "parent_choices": selectors.search_parent_choices(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
         "may_steer": services.may_steer(search, request.user), "queue_note": search_queue_note(search),
-        "fork_form": SearchForkForm.for_search(search),  # fork options
     })
-    return render(request, "searches/search/detail.html", context)
+    response = render(request, "searches/search/detail.html", context)
+    return gzip_parts.respond(request, response, TREE_MARKER, context["tree_part"])
 
 
 @login_required

@@ -14,13 +14,15 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from lib import gzip_parts
+
 from .. import selectors, services
 from ..forms import CompareForm, ShareLinkForm
 from ..models import Kernel, Problem, Search, ShareLink, Suite
 from .compare import compare_context
 from .kernels import kernel_context
 from .leaderboards import leaderboard_context
-from .searches import error_text, search_context
+from .searches import TREE_MARKER, error_text, search_context
 from .suites import suite_context, suite_export_response, suite_fragment
 
 
@@ -136,6 +138,9 @@ def shared(request, token):
         kernel_url = functools.partial(_shared_kernel_url, token)
         context = search_context(link.search, shared=True, shared_kernel_url=kernel_url)
         template = "searches/search/shared.html"
+        context.update({"link": link, "share_token": token})
+        return gzip_parts.respond(request, _shared_response(request, template, context), TREE_MARKER,
+                                  context["tree_part"])
     elif link.kind == ShareLink.Kind.KERNEL:
         context, template = kernel_context(link.kernel, shared=True), "searches/kernel/shared.html"
     elif link.kind == ShareLink.Kind.COMPARE:
