@@ -194,41 +194,52 @@ class EvaluationWorker:
     def run_job(self, pool, job: EvaluationJob) -> None:
         if not self._start_run(job):
             return
-        renewer = job_renewer(job.id, self.name)
-        renewer.start()
-        try:
-            self._in_job = True
+        with pool.scope() as run:
+            # Fenced: once another worker holds the job, its sandboxes here are killed at once.
+            renewer = job_renewer(job.id, self.name, on_lost=run.cancel)
+            renewer.start()
             try:
-                result = self._evaluate(pool, job)
-                if self.stopping and self.jobs_in_flight > 1:
-                    raise WorkerStopping("stopping")  # handed back already: record nothing
-            finally:
-                self._in_job = False
-        except WorkerStopping:
-            renewer.stop()
-            leases.release(job, self.name)
-            log.info("%s: stopping; job %s handed back to the queue", self.name, job.id)
-            raise
-        except Exception as exc:  # the runner itself broke (not a verdict): retry elsewhere
-            renewer.stop()
-            if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
-                reason = f"the problem failed validation: {exc}"
-                _with_retries(lambda: _fail_now(job, self.name, reason))
+                self._in_job = True
+                try:
+                    result = self._evaluate(pool, job)
+                    if self.stopping and self.jobs_in_flight > 1:
+                        raise WorkerStopping("stopping")  # handed back already: record nothing
+                finally:
+                    self._in_job = False
+            except WorkerStopping:
+                renewer.stop()
+                leases.release(job, self.name)
+                log.info("%s: stopping; job %s handed back to the queue", self.name, job.id)
+                raise
+            except Exception as exc:
+                renewer.stop()
+                if renewer.lost.is_set():  # the job is another worker's now: nothing of it is ours to touch
+                    log.warning("%s: job %s was claimed by another worker; its run here was stopped (%s)",
+                                self.name, job.id, exc)
+                    return
+                self._run_failed(job, exc)
                 return
-            if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
-                log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
-                error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
-            else:
-                log.exception("%s: job %s could not run", self.name, job.id)
-                error = f"the runner failed: {exc}"
-            _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
-            return
         renewer.stop()
         if renewer.lost.is_set() or not _with_retries(lambda: self._record(job, result)):
             log.warning("%s: job %s was claimed by another worker while it ran here; its verdict is dropped",
                         self.name, job.id)
             return
         self.jobs_done += 1
+
+    def _run_failed(self, job: EvaluationJob, exc: Exception) -> None:
+        """The runner itself broke (not a verdict): the job is retried elsewhere, or failed now
+        when no kernel can be judged."""
+        if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+            reason = f"the problem failed validation: {exc}"
+            _with_retries(lambda: _fail_now(job, self.name, reason))
+            return
+        if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
+            log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
+            error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
+        else:
+            log.exception("%s: job %s could not run", self.name, job.id)
+            error = f"the runner failed: {exc}"
+        _with_retries(lambda: leases.release(job, self.name, error=error, count_attempt=True))
 
     def _start_run(self, job: EvaluationJob) -> bool:
         """Up to the moment the sandbox is given the job: a database fault here is the evaluator's,
@@ -304,7 +315,7 @@ class EvaluationWorker:
             log.exception("%s: could not re-kick stalled searches", self.name)
 
 
-def job_renewer(job_id: int, worker_name: str) -> LeaseRenewer:
+def job_renewer(job_id: int, worker_name: str, on_lost=None) -> LeaseRenewer:
     """While a job runs: keeps the worker's heartbeat going, so the Workers page sees it alive
     and no other worker takes its job, and the job's lease fresh. Every beat checks that the job
     is still held here; the renewer ends, `lost` set, when it is not."""
@@ -319,7 +330,7 @@ def job_renewer(job_id: int, worker_name: str) -> LeaseRenewer:
         renewed = time.monotonic()
         return leases.renew(job_id, worker_name)
 
-    return LeaseRenewer(beat, interval=min(lease_every, HEARTBEAT_SECONDS), name=f"lease-{job_id}")
+    return LeaseRenewer(beat, interval=min(lease_every, HEARTBEAT_SECONDS), name=f"lease-{job_id}", on_lost=on_lost)
 
 
 def _fail_now(job: EvaluationJob, worker_name: str, reason: str) -> None:

@@ -9,3 +9,8 @@ class ProblemInvalid(RunnerError):
 class DeviceBusy(RunnerError):
     """The worker's device could not run the job for a reason outside the job (its memory held
     by other work): an infrastructure failure of the worker, never a verdict on the job."""
+
+
+class Cancelled(RunnerError):
+    """The run was stopped from outside before it gave a verdict (Pool.scope: its job went to
+    another evaluator); whatever it measured is dropped."""

@@ -8,16 +8,43 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 from . import compile as compiling
 from . import evaluation, filetable, limits
-from .errors import RunnerError
+from .errors import Cancelled, RunnerError
 from .refereeing import Referees
 from .sandbox import Sandbox, remove_stale_folders
 
 
 REFEREES = 2
+
+
+class RunScope:
+    """The sandboxes one caller's thread takes from the pool while a scope is open, so another
+    thread can stop that caller's run: `cancel()` kills them, and any sandbox taken later is refused."""
+
+    def __init__(self):
+        self.cancelled = threading.Event()
+        self._sandboxes: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, sandbox: Sandbox) -> None:
+        with self._lock:
+            if not self.cancelled.is_set():
+                self._sandboxes.add(sandbox)
+                return
+        sandbox.discard()
+        raise Cancelled("the run was cancelled")
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled.set()
+            running = list(self._sandboxes)
+        for sandbox in running:
+            sandbox.kill()  # its run() sees the process end and returns; the caller's thread cleans up
 
 
 class Pool:
@@ -32,6 +59,7 @@ class Pool:
         self._warm: collections.deque[Sandbox] = collections.deque()
         self._lock = threading.Lock()
         self._closed = False
+        self._scopes = threading.local()
         self.environment: dict | None = None
         # Every sandbox is started from this one thread, which lives as long as the pool:
         # bubblewrap's --die-with-parent fires when the *thread* that started it exits, so a
@@ -59,7 +87,34 @@ class Pool:
             sandbox = self._warm.popleft() if self._warm else None
             if self.size:
                 self._warm.append(self._new())
-        return sandbox or self._new()
+        sandbox = sandbox or self._new()
+        scope = getattr(self._scopes, "current", None)
+        if scope is not None:
+            scope.add(sandbox)
+        return sandbox
+
+    @contextmanager
+    def scope(self):
+        """Yields a RunScope for the validations and evaluations this thread runs inside it; after
+        `cancel()` (from any thread) they raise Cancelled instead of returning a verdict."""
+        scope = RunScope()
+        self._scopes.current = scope
+        try:
+            yield scope
+        finally:
+            self._scopes.current = None
+
+    def _unless_cancelled(self, run) -> dict:
+        scope = getattr(self._scopes, "current", None)
+        try:
+            result = run()
+        except Exception as exc:
+            if scope is not None and scope.cancelled.is_set() and not isinstance(exc, Cancelled):
+                raise Cancelled(f"the run was cancelled ({type(exc).__name__} on the way out)") from exc
+            raise
+        if scope is not None and scope.cancelled.is_set():  # killed midway: what it returned means nothing
+            raise Cancelled("the run was cancelled")
+        return result
 
     def current_environment(self) -> dict:
         """The environment sandboxes report here (device, versions), learnt from the first
@@ -87,14 +142,16 @@ class Pool:
     def validate(self, problem_source: str, *, device: str | None = None, timeout: float = 300.0,
                  seed: int | None = None) -> dict:
         self._same_device(device)
-        return evaluation.validate(self, problem_source, device=self.device, timeout=timeout, seed=seed)
+        return self._unless_cancelled(lambda: evaluation.validate(self, problem_source, device=self.device,
+                                                                  timeout=timeout, seed=seed))
 
     def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
                  seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
                  rtol: float | None = None, allow_library: bool = False) -> dict:
         self._same_device(device)
-        return evaluation.evaluate(self, problem_source, kernel_source, device=self.device, seed=seed,
-                                   timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library)
+        return self._unless_cancelled(lambda: evaluation.evaluate(
+            self, problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
+            rtol=rtol, allow_library=allow_library))
 
     def _same_device(self, device: str | None) -> None:
         if device is not None and device != self.device:

@@ -69,10 +69,14 @@ def test_the_lease_renewer_notices_a_lost_job_at_its_next_beat(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # the worker's lease renewer and the thread taking over have connections
-def test_a_real_run_whose_job_was_taken_over_midway_is_dropped(monkeypatch, tmp_path):
+def test_a_real_run_whose_job_was_taken_over_midway_is_stopped_there_and_dropped(monkeypatch, settings, tmp_path):
+    """The candidate would keep its sandbox busy for the whole runner timeout; once another worker
+    holds the job, the first worker's renewer notices at its next beat and kills the run."""
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("KERNELLAB_BASELINE_COMPILE", "0")
-    job = queued_kernel(sources.SILU_KERNEL)
+    monkeypatch.setattr(worker_module, "HEARTBEAT_SECONDS", 0.2)
+    settings.RUNNER_TIMEOUT = 300
+    job = queued_kernel(sources.SILU_KERNEL + "\nwhile True:  # busy for the whole timeout\n    pass\n")
     taken = {}
 
     def take_over_once_running():
@@ -80,7 +84,9 @@ def test_a_real_run_whose_job_was_taken_over_midway_is_dropped(monkeypatch, tmp_
             end = time.monotonic() + 300
             while time.monotonic() < end:
                 if EvaluationJob.objects.filter(pk=job.pk, run_started_at__isnull=False).exists():
+                    time.sleep(3)  # the candidate is spinning in its sandbox by now
                     taken["job"] = take_over(job.pk, "first", "second")
+                    taken["at"] = time.monotonic()
                     return
                 time.sleep(0.02)
         finally:
@@ -89,10 +95,11 @@ def test_a_real_run_whose_job_was_taken_over_midway_is_dropped(monkeypatch, tmp_
     thief = threading.Thread(target=take_over_once_running, daemon=True)
     thief.start()
     first = EvaluationWorker(name="first", device="cpu", pool_size=1, rekick_seconds=0)
-    assert first.run(once=True) == 0  # it ran the candidate, then found the job was not its own
+    assert first.run(once=True) == 0  # its run was stopped, and it recorded nothing
+    stopped_after = time.monotonic() - taken["at"]
     thief.join(5)
 
-    assert "job" in taken
+    assert stopped_after < 30, f"the run went on {stopped_after:.0f} s after the job was taken"
     fresh = EvaluationJob.objects.get(pk=job.pk)
     assert (fresh.status, fresh.lease_owner, fresh.attempts) == ("leased", "second", 2)
     assert BenchmarkRun.objects.count() == 0
