@@ -464,13 +464,17 @@ class Checker:
         reachable = self.forward_reachable(info)
         self.infer_plain_params(reachable)
         partial = not self.allow_library and self.check_partial_replacement(info, reachable)
+        # PyTorch doing the work with no kernel of the module's own is KernelBench-legal (library
+        # mode), never a trick; beside a kernel that does none of it, the kernel is a decoy.
+        own_kernel = self.compiles() and any(self.launches_kernel(f, o) for f, o in reachable)
+        uses_code = findings.RULE if own_kernel else findings.NO_KERNEL
         if not partial:
-            self.check_reference_use(info, reachable)
+            self.check_reference_use(info, reachable, uses_code)
         self.check_caching(info, reachable)
         self.check_returns_input(info)
         if not self.allow_library:
             if not partial:
-                self.check_compute(info, reachable)
+                self.check_compute(info, reachable, uses_code)
             self.check_kernel_of_its_own(info, reachable)
         return self.reasons
 
@@ -787,7 +791,7 @@ class Checker:
                     ref_ops.update({normalized(op_label(use)): line for line, use in facts.compute_uses()})
         return ref_ops
 
-    def check_reference_use(self, info: ClassInfo, reachable) -> None:
+    def check_reference_use(self, info: ClassInfo, reachable, code: str) -> None:
         if self.allow_library:
             return
         ref_ops = self.reference_ops()
@@ -795,12 +799,12 @@ class Checker:
             for op, line in self.facts_for(func, owner).ops_called().items():
                 if op in ref_ops:
                     self.flag(line, f"forward calls the reference's own operation ({op}); "
-                                    "compute it in your own kernel instead")
+                                    "compute it in your own kernel instead", code)
 
-    def check_compute(self, info: ClassInfo, reachable) -> None:
+    def check_compute(self, info: ClassInfo, reachable, code: str) -> None:
         for func, owner in reachable:
             for line, use in self.facts_for(func, owner).compute_uses():
-                self.flag(line, f"forward computes with {use}; {KERNEL_RULE}. Do this work in your own kernel")
+                self.flag(line, f"forward computes with {use}; {KERNEL_RULE}. Do this work in your own kernel", code)
 
     def check_returns_input(self, info: ClassInfo) -> None:
         forward = info.methods.get("forward")

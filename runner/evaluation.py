@@ -67,7 +67,7 @@ def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: f
     limited = sandbox.limit_hit("runtime_error", raw["reason"]) if raw["status"] != "ok" else None
     if limited:  # the sandbox's own limit, not someone else's memory: the problem is at fault
         result["status"], result["reason"] = "invalid", f"the problem could not be run: {limited[1]}"
-    for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes", "phases"):
+    for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes", "phases", "degenerate"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
     result["measurements"] = sandbox.measurements.of("eager", "compile")
@@ -80,7 +80,7 @@ def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: f
 
 def empty_validation() -> dict:
     return {"schema": SCHEMA, "status": "invalid", "reason": "", "outputs": None, "family": None, "flops": None,
-            "flops_upper_bound": None, "min_bytes": None,
+            "flops_upper_bound": None, "min_bytes": None, "degenerate": None,
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "environment": environment_of(None, None), "phases": {}, "measurements": [], "noisy": None}
 

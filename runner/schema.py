@@ -279,7 +279,7 @@ def _timing(raw) -> dict | None:
 # --- validation and environment -------------------------------------------------------------
 
 VALIDATION_KEYS = ("status", "reason", "outputs", "family", "flops", "flops_upper_bound", "min_bytes", "baseline",
-                   "environment", "log", "phases")
+                   "environment", "log", "phases", "degenerate")
 ENVIRONMENT_KEYS = ("device_name", "torch", "cuda", "driver", "python", "runner_version", "threads", "isolation",
                     "device_uuid")
 
@@ -296,6 +296,8 @@ def validation(raw) -> dict:
              # compute-bound speed of light is only an upper bound.
              "flops_upper_bound": _bool(raw.get("flops_upper_bound"), "flops_upper_bound", optional=True),
              "min_bytes": _number(raw.get("min_bytes"), "min_bytes", optional=True, high=1e18),
+             # why a trivial output passes the problem's own judging (runner/degenerate.py), or None
+             "degenerate": _text(raw.get("degenerate"), "degenerate", 400, optional=True),
              "outputs": None, "baseline": {}}
     if raw.get("outputs") is not None:
         outputs = raw["outputs"]

@@ -10,7 +10,7 @@ import time
 import torch
 
 from . import compile as compiling
-from . import facts, jobs, timing
+from . import degenerate, facts, jobs, timing
 from . import problem as problems
 
 
@@ -35,6 +35,13 @@ def run(job: dict, channel, env: dict) -> dict:
         return {"status": "invalid", "reason": str(exc)}
     except Exception as exc:
         return jobs.failed_problem(exc, "the problem failed to run")
+    # On the problem's own tolerance (its ATOL/RTOL, else its output dtype's); a failure here
+    # (a float64 copy too large for the device, say) leaves the problem unchecked, never invalid.
+    try:
+        atol, rtol = problems.tolerance(outputs, module, None, None)
+        degenerate_reason = degenerate.reason(module, model, jobs.truth_model(model), seed, device, atol, rtol)
+    except Exception:
+        degenerate_reason = None
     # torch.compile's own compile (seconds of CPU, then one forward) comes before the device wait,
     # like the forward above: validations queued for the device compile meanwhile, not in turn.
     try:
@@ -55,7 +62,7 @@ def run(job: dict, channel, env: dict) -> dict:
     phases.update(timing_s=ended - began, timing_window=[began, ended])
     return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
             "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env,
-            "phases": phases}
+            "phases": phases, "degenerate": degenerate_reason}
 
 
 def compile_model(model, inputs) -> tuple:

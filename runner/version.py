@@ -1,2 +1,2 @@
-RUNNER_VERSION = "1.0.0"
+RUNNER_VERSION = "1.1.0"  # 1.1: validations name degenerate problems
 SCHEMA = 1

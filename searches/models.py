@@ -63,6 +63,13 @@ class Problem(models.Model):
     def baseline(self):
         return (self.validation or {}).get("baseline") or {}
 
+    @property
+    def degenerate(self) -> str:
+        """Why a trivial output passes this problem's judging (runner/degenerate.py), or ""."""
+        if self.validation_status != self.Validation.OK:
+            return ""
+        return (self.validation or {}).get("degenerate") or ""
+
 
 class Suite(models.Model):
     """A named collection of problems, e.g. "KernelBench level 1", scored together (fast_p)."""
@@ -280,6 +287,9 @@ class Kernel(models.Model):
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
     reason = models.TextField(blank=True)
+    # Why it was turned away, as the runner's code (runner/findings.py): "partial_replacement" and
+    # "no_kernel_of_its_own" are KernelBench-legal kernels outside library mode, never cheats.
+    reason_code = models.CharField(max_length=32, blank=True)
     quarantined = models.BooleanField(default=False)
     median_ms = models.FloatField(null=True, blank=True)
     speedup_vs_eager = models.FloatField(null=True, blank=True)

@@ -17,8 +17,11 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
 
 # A problem's outcome on one GPU model, by precedence: a trusted correct kernel wins; then a
-# correct but quarantined one; then a caught cheat; then wrong output; then whatever else ran.
-OUTCOMES = ("correct", "quarantined", "rejected", "incorrect", "error", "none")
+# correct but quarantined one; then a caught cheat; then a kernel turned away only for leaving work
+# to PyTorch (KernelBench-legal, allowed in library mode: never a cheat); then wrong output; then
+# whatever else ran.
+OUTCOMES = ("correct", "quarantined", "rejected", "uses_pytorch", "incorrect", "error", "none")
+USES_PYTORCH_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/findings.py
 _UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 
 
@@ -86,11 +89,17 @@ def _outcome(kernels) -> str:
         return "correct"
     if any(k.quarantined for k in kernels):
         return "quarantined"
-    if Verdict.REJECTED in statuses:
+    if any(_cheat(k) for k in kernels):
         return "rejected"
+    if Verdict.REJECTED in statuses:
+        return "uses_pytorch"
     if Verdict.INCORRECT in statuses:
         return "incorrect"
     return "error"
+
+
+def _cheat(kernel) -> bool:
+    return kernel.status == Verdict.REJECTED and kernel.reason_code not in USES_PYTORCH_CODES
 
 
 def _problem_row(member, kernels) -> dict:
@@ -107,7 +116,9 @@ def _problem_row(member, kernels) -> dict:
         "best_kernel": best["eager"] or (trusted[0] if trusted else None),
         "speedup_vs_eager": best["eager"].speedup_vs_eager if best["eager"] else None,
         "speedup_vs_compile": best["compile"].speedup_vs_compile if best["compile"] else None,
-        "cheats": [k for k in kernels if k.status == Verdict.REJECTED],
+        "cheats": [k for k in kernels if _cheat(k)],
+        "uses_pytorch": [k for k in kernels if k.status == Verdict.REJECTED and not _cheat(k)],
+        "degenerate": member.problem.degenerate,
     }
 
 
@@ -115,14 +126,18 @@ def _device_score(device_name: str, members, kernels_by_problem) -> dict:
     rows = [_problem_row(m, [k for k in kernels_by_problem.get(m.problem_id, []) if k.device_name == device_name])
             for m in members]
     return {"device_name": device_name, **rows_score(rows), "cheats": [k for r in rows for k in r["cheats"]],
+            "uses_pytorch": [k for r in rows for k in r["uses_pytorch"]],
             "rows": rows}
 
 
-def rows_score(rows: list[dict]) -> dict:
+def rows_score(rows: list[dict], *, include_degenerate: bool = False) -> dict:
     """fast_p against each baseline, the geomean of the correct problems' speedups and the outcome
     counts, over one row per problem (`outcome`, `speedup_vs_eager`, `speedup_vs_compile`, as
-    _problem_row makes them and the JSON export keeps them): a problem is correct when its outcome is."""
+    _problem_row makes them and the JSON export keeps them): a problem is correct when its outcome is.
+    A degenerate problem's speedup measures a kernel that need not compute anything: it stays in
+    fast_p (marked in the rows) but out of the geomean unless asked."""
     total = len(rows)
+    averaged = [r for r in rows if include_degenerate or not r.get("degenerate")]
     fast = {}
     for baseline in BASELINES:
         key = f"speedup_vs_{baseline}"
@@ -138,7 +153,8 @@ def rows_score(rows: list[dict]) -> dict:
         "table": table,
         "problems": total,
         "fast_p": fast,
-        "geomean": {b: geomean(r[f"speedup_vs_{b}"] for r in rows if r["outcome"] == "correct") for b in BASELINES},
+        "geomean": {b: geomean(r[f"speedup_vs_{b}"] for r in averaged if r["outcome"] == "correct") for b in BASELINES},
+        "degenerate": sum(1 for r in rows if r.get("degenerate")),
         "counts": {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES},
     }
 
@@ -171,11 +187,12 @@ def suite_scores_export(suite: Suite) -> dict:
                 "outcome": r["outcome"], "input_bytes": r["input_bytes"],
                 "best_kernel_code": str(r["best_kernel"].code) if r["best_kernel"] else None,
                 "speedup_vs_eager": r["speedup_vs_eager"], "speedup_vs_compile": r["speedup_vs_compile"],
+                "degenerate": r["degenerate"],
             }
             for r in score["rows"]
         ]
-        cheats = [{"kernel_code": str(k.code), "problem_code": str(k.problem.code), "reason": k.reason}
-                  for k in score["cheats"]]
+        listed = {key: [{"kernel_code": str(k.code), "problem_code": str(k.problem.code), "reason": k.reason}
+                        for k in score[key]] for key in ("cheats", "uses_pytorch")}
         plain = {key: value for key, value in score.items() if key != "table"}
-        out.append({**plain, "rows": rows, "cheats": cheats})
+        out.append({**plain, "rows": rows, **listed})
     return {"suite": suite.name, "code": str(suite.code), "scores": out}

@@ -80,9 +80,12 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     environment = result.get("environment") or {}
     timing = result.get("timing") or {}
     compile_info = result.get("compile") or {}
+    quarantine_reason = result.get("quarantine_reason") or ""
+    if result.get("quarantined") and kernel.problem.degenerate:  # the person reviewing it is told first
+        quarantine_reason = f"the problem itself is degenerate ({kernel.problem.degenerate}); {quarantine_reason}"
     run = BenchmarkRun.objects.create(
         kernel=kernel, job=job, purpose=job.purpose, status=status, reason=reason,
-        quarantined=bool(result.get("quarantined")), quarantine_reason=result.get("quarantine_reason") or "",
+        quarantined=bool(result.get("quarantined")), quarantine_reason=quarantine_reason,
         noisy_reason=str(result.get("noisy") or "")[:2000], seed=result.get("seed"), precision=result.get("precision") or "",
         compile_seconds=compile_info.get("seconds"), compile_log=compile_info.get("log") or "",
         correctness=result.get("correctness"), timing=result.get("timing"), baseline=result.get("baseline"),
@@ -104,12 +107,13 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
         kernel.save(update_fields=["verified"])
     else:
         kernel.status, kernel.reason = status, reason
+        kernel.reason_code = (result.get("reason_code") or "") if status == Verdict.REJECTED else ""
         kernel.quarantined = run.quarantined
         kernel.median_ms = run.median_ms
         kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
         kernel.precision, kernel.device_name = run.precision, run.device_name
         kernel.evaluated_at = timezone.now()
-        kernel.save(update_fields=["status", "reason", "quarantined", "median_ms", "speedup_vs_eager",
+        kernel.save(update_fields=["status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
                                    "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again

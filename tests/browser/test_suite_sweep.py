@@ -3,7 +3,8 @@
 `sweep_solutions`, and fast_p read in the browser and the JSON export. The solutions sit far from
 the thresholds: two correct C kernels that run their loop 32 times (well under 0.3x eager), one
 fused Softsign (eager makes two temporaries of 16 MB: several times faster), one wrong, and one
-that calls PyTorch's own sigmoid (a cheat).
+that calls PyTorch's own sigmoid: KernelBench-legal, turned away outside library mode but shown
+apart from cheats, on the page and in the export.
 
 The problems are KernelBench's own files with only their size constants shrunk, so one set of
 inputs fits a 2-core CPU runner (4096 × 393216 floats is 6 GiB)."""
@@ -22,7 +23,7 @@ LEVEL1 = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench" / "lev
 PROBLEMS = {
     "19_ReLU.py": (64, "v > 0.f ? v : 0.f", 32, "correct"),  # slow
     "20_LeakyReLU.py": (64, "2.f * v", 1, "incorrect"),
-    "21_Sigmoid.py": (64, None, 1, "rejected"),
+    "21_Sigmoid.py": (64, None, 1, "uses_pytorch"),
     "22_Tanh.py": (64, "tanhf(v)", 32, "correct"),  # slow
     "30_Softsign.py": (1024, "v / (1.f + fabsf(v))", 1, "correct"),  # one pass, no temporaries
 }
@@ -74,7 +75,7 @@ class ModelNew(nn.Module):
 '''
 
 
-CHEAT = """
+ALL_PYTORCH = """
 import torch
 import torch.nn as nn
 
@@ -96,7 +97,7 @@ def shrunk(name: str, rows: int) -> str:
 
 def solution(body: str | None, passes: int) -> str:
     if body is None:
-        return CHEAT
+        return ALL_PYTORCH
     return SOLUTION.replace("@PASSES@", str(passes)).replace("@BODY@", body)
 
 
@@ -131,7 +132,8 @@ def test_import_validate_sweep_and_read_fast_p(logged_in_page, stack, tmp_path):
     # Loaded once while the kernels wait: the verdicts then arrive by themselves.
     page.goto(suite_url)
     expect(page.locator(".suite-score .verdict-counts")).to_contain_text(
-        re.compile(r"Correct 3 .* cheats caught 1 .* incorrect 1 ", re.DOTALL), timeout=3 * DEADLINE_S * 1000)
+        re.compile(r"Correct 3 .* cheats caught 0 .* uses PyTorch \(allowed in library mode\) 1 .* incorrect 1 ",
+                   re.DOTALL), timeout=3 * DEADLINE_S * 1000)
     expect(page.locator("#suite-progress")).to_have_count(0)
     fast = page.locator(".suite-score table.fast-p tbody tr")
     expect(fast.filter(has_text="fast_0").locator("td").first).to_have_text("60% (3/5)")
@@ -151,6 +153,6 @@ def test_import_validate_sweep_and_read_fast_p(logged_in_page, stack, tmp_path):
     assert speedups[19] < 0.3 and speedups[22] < 0.3 and speedups[30] > 2, speedups  # 3.3-3.4x measured
     assert score["fast_p"]["eager"]["fast_1"] == {"count": 1, "fraction": 0.2}
     assert score["geomean"]["eager"] == pytest.approx((speedups[19] * speedups[22] * speedups[30]) ** (1 / 3))
-    [cheat] = score["cheats"]
-    assert "sigmoid" in cheat["reason"], cheat
-    expect(page.locator(".suite-score details summary")).to_have_text("Cheats caught (1)")
+    [all_pytorch] = score["uses_pytorch"]
+    assert score["cheats"] == [] and "sigmoid" in all_pytorch["reason"], score
+    expect(page.locator(".suite-score details summary")).to_have_text("Uses PyTorch, allowed in library mode (1)")

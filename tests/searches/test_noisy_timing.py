@@ -78,3 +78,14 @@ def test_an_implausible_result_is_not_released_by_a_rerun():
     services.kernel_record_verdict(kernel=kernel, job=rerun, result=result(0.01))
     kernel.refresh_from_db()
     assert kernel.quarantined and ranked_names(problem) == []
+
+
+def test_a_quarantine_on_a_degenerate_problem_names_the_problem_first():
+    problem = d.problem(name="Zeros")
+    problem.validation = {**(problem.validation or {}), "degenerate": "its output is all zeros for every input"}
+    problem.save()
+    kernel = d.kernel(problem=problem, status="pending", run=False, name="writes zeros")
+    services.kernel_record_verdict(kernel=kernel, job=queue.enqueue_kernel(kernel), result=result(
+        0.01, quarantine_reason="566x faster than eager: over 10x needs a person's review"))
+    reason = kernel.runs.get().quarantine_reason
+    assert reason.startswith("the problem itself is degenerate (its output is all zeros for every input); 566x")

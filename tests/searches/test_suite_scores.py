@@ -55,7 +55,8 @@ def test_fast_p_geomean_and_counts_per_gpu_model(suite):
     assert h200["fast_p"]["eager"]["fast_1"]["fraction"] == pytest.approx(2 / 7)
     assert h200["geomean"]["eager"] == pytest.approx((3.0 * 0.25 * 2.0) ** (1 / 3))
     assert h200["geomean"]["compile"] == pytest.approx((2.0 * 0.1 * 1.0) ** (1 / 3))
-    assert h200["counts"] == {"correct": 3, "quarantined": 1, "rejected": 1, "incorrect": 1, "error": 0, "none": 1}
+    assert h200["counts"] == {"correct": 3, "quarantined": 1, "rejected": 1, "uses_pytorch": 0, "incorrect": 1, "error": 0,
+                              "none": 1}
     assert [k.problem.name for k in h200["cheats"]] == ["P4"]
     best = {r["number"]: r for r in h200["rows"]}
     assert best[1]["best_kernel"].speedup_vs_eager == 3.0 and best[5]["best_kernel"] is None
@@ -78,3 +79,43 @@ def test_export_is_plain_data_with_the_same_numbers(suite):
 
 def test_an_empty_suite_has_no_scores():
     assert selectors.suite_scores(Suite.objects.create(name="empty")) == []
+
+
+def make_degenerate(p: Problem, why="its output is all zeros (within its tolerance) for every input") -> None:
+    p.validation_status, p.validation = Problem.Validation.OK, {"status": "ok", "degenerate": why}
+    p.save()
+
+
+def test_a_degenerate_problem_is_marked_and_left_out_of_the_geomean_unless_asked(suite, client, django_user_model):
+    p1 = Problem.objects.get(name="P1")
+    make_degenerate(p1)
+    h200 = next(s for s in selectors.suite_scores(suite) if s["device_name"] == H200)
+    assert h200["degenerate"] == 1
+    assert h200["fast_p"]["eager"]["fast_0"]["count"] == 3  # still counted, marked in its row
+    assert h200["geomean"]["eager"] == pytest.approx((0.25 * 2.0) ** (1 / 2))  # P1's 3.0 left out
+    rows = [dict(r) for r in h200["rows"]]
+    assert selectors.rows_score(rows, include_degenerate=True)["geomean"]["eager"] == pytest.approx(
+        (3.0 * 0.25 * 2.0) ** (1 / 3))
+    export = next(s for s in selectors.suite_scores_export(suite)["scores"] if s["device_name"] == H200)
+    assert [r["number"] for r in export["rows"] if r["degenerate"]] == [1]
+
+    client.force_login(django_user_model.objects.create_user("viewer", password="pw-for-tests-only"))
+    page = client.get(f"/suites/{suite.code}/").content.decode()
+    # marked in each GPU model's table (H200 and H100), left out of the H200 geomean it was in
+    assert "1 degenerate left out" in page and page.count("degenerate problem</span>") == 2
+    problem_page = client.get(f"/problems/{p1.code}/").content.decode()
+    assert "This problem is degenerate:" in problem_page and "all zeros" in problem_page
+
+
+def test_a_partial_replacement_is_counted_apart_from_cheats(suite):
+    p3 = Problem.objects.get(name="P3")  # its only kernel is incorrect
+    partial = Kernel.objects.create(problem=p3, status="rejected", reason_code="partial_replacement",
+                                    reason="forward uses PyTorch for conv3d, group_norm; allowed when the search "
+                                           "allows library calls", device_name=H200)
+    h200 = next(s for s in selectors.suite_scores(suite) if s["device_name"] == H200)
+    assert h200["counts"]["uses_pytorch"] == 1 and h200["counts"]["rejected"] == 1  # P4's cheat only
+    assert [k.problem.name for k in h200["cheats"]] == ["P4"] and h200["uses_pytorch"] == [partial]
+    assert next(r for r in h200["rows"] if r["number"] == 3)["outcome"] == "uses_pytorch"
+    export = next(s for s in selectors.suite_scores_export(suite)["scores"] if s["device_name"] == H200)
+    assert [c["problem_code"] for c in export["cheats"]] == [str(Problem.objects.get(name="P4").code)]
+    assert [c["kernel_code"] for c in export["uses_pytorch"]] == [str(partial.code)]

@@ -90,7 +90,8 @@ def test_create_open_logged_out_export_then_revoke(client, world):
     assert H200 in text and H100 in text
     assert "fast_1 25% (1/4) 25% (1/4)" in text and "fast_2 25% (1/4) 0% (0/4)" in text
     assert "geomean speedup (correct problems) 3.00× 2.00×" in text
-    assert "Correct 1 · quarantined 1 · cheats caught 1 · incorrect 0 · errors 0 · no result 1" in text
+    assert ("Correct 1 · quarantined 1 · cheats caught 1 · uses PyTorch (allowed in library mode) 0 · incorrect 0 · "
+            "errors 0 · no result 1") in text
     assert "cached softmax on Softmax: wrote the output during warm-up" in text
     # Read-only: no form, and every link stays inside the share (or is the site's front page and its assets).
     assert 'method="post"' not in page and "csrfmiddlewaretoken" not in page
