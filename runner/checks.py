@@ -108,13 +108,30 @@ RAW_MEMORY_CTYPES = {"pythonapi", "py_object", "string_at", "wstring_at", "memmo
 GLOBAL_STATE_SETTERS = {
     "set_num_threads", "set_num_interop_threads", "set_default_dtype", "set_default_tensor_type",
     "set_default_device", "set_flush_denormal", "manual_seed", "seed", "set_rng_state",
-    "manual_seed_all", "set_float32_matmul_precision", "use_deterministic_algorithms",
+    "manual_seed_all", "use_deterministic_algorithms",
 }
+# Backend flags a kernel may set, as the field does: their own effect is timed apart (eager under the
+# kernel's flags, runner/jobs.py) and never credited to the kernel; precision stays judged by the
+# tolerance (TF32 mostly fails it). Any other change to torch's global state stays refused.
+BACKEND_FLAGS = {"torch.backends.cudnn.benchmark", "torch.backends.cudnn.allow_tf32",
+                 "torch.backends.cuda.matmul.allow_tf32"}
+BACKEND_FLAG_CALLS = {"torch.set_float32_matmul_precision"}
 STREAM_CALLS = {"torch.cuda.Stream", "torch.Stream", "torch.cuda.streams.Stream", "torch.cuda.set_stream",
                 "cupy.cuda.Stream", "cupy.cuda.stream.Stream", "torch.cuda.stream"}
 EXTERNAL_STREAM_CALLS = {"cupy.cuda.ExternalStream", "cupy.cuda.stream.ExternalStream",
                          "torch.cuda.ExternalStream"}
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+# torch._C's op namespaces that dispatch through aten (so the op recorder sees them): library calls.
+# Everything else under torch._C stays refused.
+ATEN_NAMESPACES = ("torch._C._nn", "torch._C._linalg", "torch._C._fft", "torch._C._special",
+                   "torch._C._VariableFunctions")
+# Environment variables a kernel may set: options for the compilers it runs (load_inline, nvcc, the C
+# compiler's flags). None is read by the runner's own code in the sandbox (a test checks), which keeps
+# every other write refused: thread counts, caches, devices, the compiler binaries themselves.
+COMPILER_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_FLAGS",
+                "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TORCH_NVCC_FLAGS", "CUDAFLAGS"}
+ENV_WRITE = ("writes os.environ{what}, which the runner sets (thread count, caches, devices); only compiler "
+             "options may be set there (" + ", ".join(sorted(COMPILER_ENV)) + "); pass others as arguments")
 
 # Patterns inside embedded C/C++/CUDA source strings.
 SOURCE_PATTERNS = (
@@ -180,6 +197,25 @@ def collect_imports(tree: ast.Module) -> Imports:
                     if imports.is_imported_root(value):
                         imports.names[target.id] = imports.resolve(value)
     return imports
+
+
+def _constant_text(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _env_keys(name: str, node: ast.Call) -> set[str] | None:
+    """The variables an environment-writing call sets, when its source names them all; else None.
+    Only setting is ever allowed: unsetting, popping and clearing are refused whatever they name."""
+    if name in {"os.putenv", "os.environ.setdefault"} and node.args and not node.keywords:
+        key = _constant_text(node.args[0])
+        return {key} if key else None
+    if name == "os.environ.update" and len(node.args) == 1 and not node.keywords \
+            and isinstance(node.args[0], ast.Dict) and None not in node.args[0].keys:
+        keys = [_constant_text(k) for k in node.args[0].keys]
+        return set(keys) if all(keys) else None
+    if name == "os.environ.update" and not node.args and node.keywords and all(k.arg for k in node.keywords):
+        return {k.arg for k in node.keywords}
+    return None
 
 
 def under(name: str | None, *prefixes: str) -> bool:
@@ -564,9 +600,12 @@ class Checker:
                 self.flag(stmt, "changes __builtins__; leave the interpreter's builtins alone")
             return
         name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
+        if name in BACKEND_FLAGS and isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign):
+            return
         if under(name, "os.environ"):
-            self.flag(stmt, "writes os.environ, which the runner sets (thread count, caches); "
-                            "pass options to your compiler as arguments instead")
+            key = _constant_text(target.slice) if isinstance(target, ast.Subscript) and name == "os.environ" else None
+            if key not in COMPILER_ENV or isinstance(stmt, ast.Delete):
+                self.flag(stmt, ENV_WRITE.format(what=f"[{key!r}]" if key else ""))
         elif under(name, "sys.modules"):
             self.flag(stmt, "replaces entries of sys.modules; import modules normally and do not replace them")
         else:
@@ -588,11 +627,13 @@ class Checker:
                             "function it calls; name the function directly")
         if under(name, "os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault",
                  "os.environ.pop", "os.environ.clear"):
-            self.flag(node, "writes os.environ, which the runner sets (thread count, caches); "
-                            "pass options to your compiler as arguments instead")
+            keys = _env_keys(name, node)
+            if keys is None or not keys <= COMPILER_ENV:
+                shown = f" ({', '.join(sorted(keys - COMPILER_ENV))})" if keys else ""
+                self.flag(node, ENV_WRITE.format(what=shown))
         if under(name, "os.fork", "os.forkpty", "os.register_at_fork"):
             self.flag(node, f"calls {name}, which starts work the timer cannot see; do all work inside forward")
-        if under(name, "torch") and name.rsplit(".", 1)[-1] in GLOBAL_STATE_SETTERS:
+        if under(name, "torch") and name.rsplit(".", 1)[-1] in GLOBAL_STATE_SETTERS and name not in BACKEND_FLAG_CALLS:
             self.flag(node, f"calls {name}, which changes global state the runner fixes for the reference "
                             "and baselines; remove it")
         if under(name, "torch.backends") and name.rsplit(".", 1)[-1].startswith(("set_", "enable", "disable")):
@@ -603,6 +644,7 @@ class Checker:
                                 "your own kernel; write the kernel yourself")
 
     def check_introspection(self) -> None:
+        aten_parts: set[int] = set()  # ast.walk visits an attribute before the parts of its name
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Attribute):
                 if node.attr in FRAME_ATTRIBUTES:
@@ -613,7 +655,15 @@ class Checker:
                 if under(name, "ctypes") and name.split(".")[-1] in RAW_MEMORY_CTYPES:
                     self.flag(node, f"uses {name}, raw access to the interpreter's memory; pass tensor "
                                     "data_ptr() values to your own compiled function instead")
-                if under(name, "torch._C"):
+                if id(node) in aten_parts:
+                    continue
+                if under(name, *ATEN_NAMESPACES) and name not in ATEN_NAMESPACES:
+                    # An aten op, computing like a torch.* call (check_compute judges it as one).
+                    parent = node.value
+                    while isinstance(parent, ast.Attribute):  # torch._C._nn and torch._C: parts of this name
+                        aten_parts.add(id(parent))
+                        parent = parent.value
+                elif under(name, "torch._C"):
                     self.flag(node, f"uses {name}, PyTorch internals; use the public API only")
             elif isinstance(node, ast.Name):
                 if node.id == "__builtins__":

@@ -185,6 +185,7 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.backends.cuda.matmul.allow_tf32 = False  # the correctness reference runs without TF32
     torch.backends.cudnn.allow_tf32 = False
+    runner_flags = backend_flags()
 
     module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
     problems.check_problem_module(module)
@@ -236,6 +237,27 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
+    kernel_flags = {k: v for k, v in backend_flags().items() if v != runner_flags[k]}
+    if kernel_flags:  # eager under the flags the kernel set: their own effect is never the kernel's credit
+        result["flag_baseline"] = _eager_under_flags(module, reference, device, seed, channel, kernel_flags)
+
+
+def backend_flags() -> dict:
+    """The global backend settings a kernel may change (checks.BACKEND_FLAGS)."""
+    return {"cudnn.benchmark": bool(torch.backends.cudnn.benchmark),
+            "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def _eager_under_flags(module, reference, device: str, seed: int, channel, flags: dict) -> dict:
+    sets, _ = input_sets(module, device, seed)
+    try:
+        with torch.no_grad():
+            measured = measure(channel, "eager_flags", device, reference, sets)
+    except BaseException as exc:
+        raise _classify(exc, during="timing eager under the kernel's flags") from None
+    return {"flags": flags, "eager_ms": timing.summarize(measured["samples_ms"])["median_ms"]}
 
 
 def _build_candidate(job, module, init, seed, device, reference, result):

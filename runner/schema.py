@@ -122,7 +122,8 @@ def _deeper_than(line: bytes, limit: int) -> bool:
 # --- evaluation -----------------------------------------------------------------------------
 
 EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing",
-                   "device_fault", "phases", "log", "exchange")
+                   "device_fault", "phases", "log", "exchange", "flag_baseline")
+FLAG_KEYS = ("cudnn.benchmark", "cudnn.allow_tf32", "cuda.matmul.allow_tf32", "float32_matmul_precision")
 MAX_TRIALS = 64
 MAX_CALLS = 256
 DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
@@ -152,11 +153,27 @@ def evaluation(raw) -> dict:
     clean["correctness"] = None  # never the sandbox's to say
     clean["timing"] = _timing(raw.get("timing"))
     clean["exchange"] = _exchange(raw.get("exchange"))
+    clean["flag_baseline"] = _flag_baseline(raw.get("flag_baseline"))
     phases = _dict(raw.get("phases") or {}, "phases", ("build_s", "device_wait_s", "correctness_s", "timing_s"))
     clean["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
     if status == "correct" and clean["timing"] is None:
         raise Malformed("a verdict that found nothing wrong needs a timing")
     return clean
+
+
+def _flag_baseline(raw) -> dict | None:
+    """Eager timed under the backend flags the kernel set (jobs.py). Only ever lowers the kernel's
+    speedups (the faster of the two eager times counts), so a lie here gains nothing."""
+    if raw is None:
+        return None
+    raw = _dict(raw, "flag_baseline", ("flags", "eager_ms"))
+    flags = _dict(raw.get("flags"), "flag_baseline.flags", FLAG_KEYS)
+    if not flags:
+        raise Malformed("flag_baseline names no flag")
+    clean = {k: (_text(v, f"flags.{k}", 16) if k == "float32_matmul_precision" else bool(_bool(v, f"flags.{k}")))
+             for k, v in flags.items()}
+    return {"flags": clean, "eager_ms": _number(raw.get("eager_ms"), "flag_baseline.eager_ms", positive=True,
+                                                high=3.6e6)}
 
 
 def _exchange(raw) -> dict | None:

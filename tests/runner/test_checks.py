@@ -217,7 +217,9 @@ def test_module_level_try_without_fallback_is_clean():
     "torch.Tensor.__eq__ = lambda a, b: True",
     "setattr(torch, 'allclose', lambda *a, **k: True)",
     "torch.__dict__['allclose'] = lambda *a, **k: True",
-    "torch.backends.cuda.matmul.allow_tf32 = True",
+    "torch.backends.cudnn.deterministic = True",
+    "torch.backends.cudnn.enabled = False",
+    "del torch.backends.cudnn.benchmark",
     "import time\ntime.perf_counter = lambda: 0.0",
     "from time import perf_counter\nperf_counter.__call__ = None",
     "import time as clock\nclock.monotonic_ns = lambda: 0",
@@ -228,6 +230,17 @@ def test_module_level_try_without_fallback_is_clean():
 ])
 def test_monkey_patching(patch):
     assert_flagged(kernel(extra=patch), "monkey-patch")
+
+
+@pytest.mark.parametrize("flag", [
+    "torch.backends.cudnn.benchmark = True",
+    "torch.backends.cudnn.allow_tf32 = True",
+    "torch.backends.cuda.matmul.allow_tf32 = True",
+    "torch.set_float32_matmul_precision('high')",
+])
+def test_backend_flags_the_field_sets_are_allowed(flag):
+    """Timed apart at run time (eager under the kernel's flags), so the flag's own effect is never credited."""
+    assert reasons(kernel(extra=flag)) == []
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -243,6 +256,49 @@ def test_monkey_patching(patch):
 ])
 def test_changes_to_global_state(extra, words):
     assert_flagged(kernel(extra=extra), words)
+
+
+@pytest.mark.parametrize("extra", [
+    "os.environ['TORCH_CUDA_ARCH_LIST'] = '9.0'",
+    "os.environ['MAX_JOBS'] = '4'",
+    "os.environ['CXXFLAGS'] += ' -O3'",
+    "os.environ.setdefault('NVCC_APPEND_FLAGS', '-lineinfo')",
+    "os.environ.update({'CFLAGS': '-O3', 'LDFLAGS': '-lm'})",
+    "os.environ.update(MAX_JOBS='2')",
+    "os.putenv('TORCH_NVCC_FLAGS', '-Xptxas -v')",
+])
+def test_compiler_options_may_be_set_in_the_environment(extra):
+    assert reasons(kernel(extra=extra)) == []
+
+
+@pytest.mark.parametrize("extra", [
+    "os.environ['CC'] = '/tmp/my-cc'",
+    "del os.environ['MAX_JOBS']",
+    "os.environ.pop('MAX_JOBS')",
+    "os.unsetenv('MAX_JOBS')",
+    "os.environ.update({'MAX_JOBS': '2', 'OMP_NUM_THREADS': '64'})",
+    "key = 'MAX_JOBS'\nos.environ[key] = '2'",
+    "os.environ.update(dict(MAX_JOBS='2'))",
+])
+def test_other_environment_writes_stay_refused(extra):
+    assert_flagged(kernel(extra=extra), "os.environ")
+
+
+def test_no_variable_the_runner_reads_may_be_written():
+    """Every variable the runner's own code reads (in the sandbox or around it) stays refused."""
+    import re
+    from pathlib import Path
+
+    from runner.checks import COMPILER_ENV
+
+    read = set()
+    for path in (Path(__file__).resolve().parents[2] / "runner").glob("*.py"):
+        read |= set(re.findall(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\(|environ\[|getenv\()\s*["']([A-Z_][A-Z0-9_]*)["']""",
+                               path.read_text()))
+    assert {"KERNELLAB_THREADS", "TRITON_CACHE_DIR", "CC", "CUDA_VISIBLE_DEVICES"} <= read  # the scan finds them
+    assert not read & COMPILER_ENV
+    for name in sorted(read):
+        assert_flagged(kernel(extra=f"os.environ[{name!r}] = '1'"), "os.environ")
 
 
 def test_assigning_own_names_and_ctypes_signatures_is_not_patching():
@@ -353,6 +409,16 @@ def test_plain_openmp_pragma_is_clean():
 def test_introspection(extra, words):
     source = kernel(extra="def build_kernel():\n    pass\n" + extra)
     assert_flagged(source, words)
+
+
+@pytest.mark.parametrize("call", ["torch._C._nn.gelu(x)", "torch._C._VariableFunctions.relu(x)",
+                                  "torch._C._linalg.linalg_vector_norm(x)"])
+def test_torch_c_aten_namespaces_are_library_calls(call):
+    source = kernel(forward=f"return {call}")
+    assert reasons(source, allow_library=True) == []
+    found = reasons(source)  # outside library mode: PyTorch computing, like any torch.* call
+    assert found and not any("internals" in r for r in found) and any("forward computes with" in r for r in found)
+    assert_flagged(kernel(forward="return torch._C._get_tracing_state()"), "PyTorch internals", allow_library=True)
 
 
 # --- the reference's own op and PyTorch compute in forward -------------------------------------------
