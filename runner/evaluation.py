@@ -222,7 +222,7 @@ def _candidate_verdict(result: dict, outcome, sandbox) -> None:
         raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used",
                "reason_code": findings.RULE}
     for name in ("status", "reason", "reason_code", "precision", "compile", "timing", "phases", "log", "exchange",
-                 "flag_baseline"):
+                 "flag_baseline", "fallback"):
         if name in raw:
             result[name] = raw[name]
     limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
@@ -291,7 +291,7 @@ def empty_verdict(seed: int | None) -> dict:
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
-            "build_cache": None, "paired": None, "flag_baseline": None}
+            "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

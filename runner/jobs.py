@@ -237,6 +237,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
+    if state.get("fell_back") and state.get("own_calls"):  # library mode: timed as what it is, with the note
+        call, ops = state["fell_back"]
+        result["fallback"] = (f"fell back to PyTorch on untimed call {call} of {state['calls']} ({', '.join(ops)}): "
+                              "its own kernel did not run there")
     kernel_flags = {k: v for k, v in backend_flags().items() if v != runner_flags[k]}
     if kernel_flags:  # eager under the flags the kernel set: their own effect is never the kernel's credit
         result["flag_baseline"] = _eager_under_flags(module, reference, device, seed, channel, kernel_flags)
@@ -302,6 +306,12 @@ def _call(new, given, state, counter, allow_library, sync):
             state["ops"] = recorder.ops
         state["calls"] = state.get("calls", 0) + 1
         # judging: the rules and their reason codes live in verify.library_use and runner/launches.py
+        if allow_library:  # which calls ran a kernel of its own, which only PyTorch (a fallback that ran)
+            computing = verify.computing_ops(recorder.ops)
+            if counter.calls:
+                state["own_calls"] = state.get("own_calls", 0) + 1
+            elif computing and "fell_back" not in state:
+                state["fell_back"] = (state["calls"], [findings.aten_name(op) for op in computing[:5]])
         found = None if allow_library else verify.library_use(recorder.ops, counter.calls, state["calls"])
         found = found or counter.launches.finding(allow_library=allow_library, call=state["calls"])
         if found:

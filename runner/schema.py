@@ -122,7 +122,7 @@ def _deeper_than(line: bytes, limit: int) -> bool:
 # --- evaluation -----------------------------------------------------------------------------
 
 EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing",
-                   "device_fault", "phases", "log", "exchange", "flag_baseline")
+                   "device_fault", "phases", "log", "exchange", "flag_baseline", "fallback")
 FLAG_KEYS = ("cudnn.benchmark", "cudnn.allow_tf32", "cuda.matmul.allow_tf32", "float32_matmul_precision")
 MAX_TRIALS = 64
 MAX_CALLS = 256
@@ -154,6 +154,7 @@ def evaluation(raw) -> dict:
     clean["timing"] = _timing(raw.get("timing"))
     clean["exchange"] = _exchange(raw.get("exchange"))
     clean["flag_baseline"] = _flag_baseline(raw.get("flag_baseline"))
+    clean["fallback"] = _text(raw.get("fallback"), "fallback", 400, optional=True)
     phases = _dict(raw.get("phases") or {}, "phases", ("build_s", "device_wait_s", "correctness_s", "timing_s"))
     clean["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
     if status == "correct" and clean["timing"] is None:
