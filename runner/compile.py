@@ -207,6 +207,22 @@ def short_traceback(exc: BaseException, limit_frames: int = 4) -> str:
     return trim("".join(lines))
 
 
+_ERROR_LINE = re.compile(r"\berror\b\s*(?:[A-Z]\d+\s*)?:|\bError:|^\w*Error\b", re.IGNORECASE)
+
+
+def first_errors(text: str, limit: int = 300, count: int = 2) -> str:
+    """The compiler's first error lines ("k.c:5:3: error: 'y' undeclared"), not the first line of
+    its log (often "In function 'softmax_rows':"); the first line when none says error."""
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and _ERROR_LINE.search(line) and line not in found:
+            found.append(line if len(line) <= limit else line[:limit] + "...")
+            if len(found) == count:
+                break
+    return "; ".join(found) or first_line(text, limit)
+
+
 def first_line(text: str, limit: int = 300) -> str:
     for line in text.splitlines():
         if line.strip():

@@ -482,7 +482,7 @@ def _classify(exc: BaseException, *, during: str) -> Verdict:
     # judging: Triton compiles on the first launch, in forward; its errors are compile errors all the same
     if (during == "building the kernel" or compiling.is_lazy_compile_error(exc)) and compiling.is_compile_error(exc):
         log = compiling.compile_log(exc)
-        return Verdict("compile_error", f"the kernel did not compile: {compiling.first_line(log, 200)}",
+        return Verdict("compile_error", f"the kernel did not compile: {compiling.first_errors(log, 200)}",
                        compile={"seconds": None, "log": log})
     device_fault = any(m in lowered for m in ("cuda error", "illegal memory", "illegal address",
                                                "device-side assert", "cudaerror", "cuda_error", "launch failure"))

@@ -79,6 +79,8 @@ def test_compile_error_comes_back_as_the_compilers_message(cpu_pool):
     assert "undefined_thing" in result["compile"]["log"]
     assert "error" in result["compile"]["log"]
     assert len(result["compile"]["log"]) <= 4100
+    # the reason quotes the compiler's error line, not its log's first line ("In function 'silu':")
+    assert "error:" in result["reason"] and "undefined_thing" in result["reason"], result["reason"]
 
 
 def test_the_next_candidate_after_a_crash_is_judged_right(cpu_pool):
