@@ -98,8 +98,10 @@ def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
     if not finished:
         return f"{len(kernels)} implementation(s) still being evaluated"
     if correct:
-        best = min((k for k in correct if k.median_ms), key=lambda k: k.median_ms, default=None)
-        speed = ""
+        # A quarantined speed is not advertised: it may be noise or a trick a person has yet to review.
+        ranked = [k for k in correct if not k.quarantined or (k.verified and k.approved_by_id)]
+        best = min((k for k in ranked if k.median_ms), key=lambda k: k.median_ms, default=None)
+        speed = "" if ranked else ", under review (held out of the rankings, so no speed is given)"
         if best and best.speedup_vs_eager:
             speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager"
             speed += f", {best.speedup_vs_compile:.2f}x vs torch.compile)" if best.speedup_vs_compile else ")"

@@ -1,0 +1,23 @@
+"""What the model is told of ideas already tried: a quarantined kernel's speed is never advertised
+(it may be noise or a trick a person has yet to review), an approved one's is."""
+
+import pytest
+
+from searches.engine import context
+from tests.searches import dashboard_data as d
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_quarantined_kernels_speed_is_not_advertised():
+    problem = d.problem()
+    search = d.search(problem=problem)
+    idea = d.idea(search=search, title="zeros")
+    d.kernel(problem=problem, search=search, idea=idea, median_ms=0.001, quarantined=True)
+    d.kernel(problem=problem, search=search, idea=idea, status="incorrect")
+    outcome = context.idea_outcome(idea)
+    assert outcome.startswith("1/2 correct, under review") and "ms" not in outcome and "x vs" not in outcome
+
+    honest = d.kernel(problem=problem, search=search, idea=idea, median_ms=0.5)
+    outcome = context.idea_outcome(idea)
+    assert "best 0.5 ms (2.00x vs eager" in outcome and "0.001" not in outcome and honest.quarantined is False
