@@ -73,6 +73,7 @@ class Failure:
     turn: int = 1  # this repair's number in the chain
     turns: int = 1  # the search's repair limit
     of_id: int | None = None  # the kernel the chain started from
+    earlier: tuple[str, ...] = ()  # the chain's earlier attempts, oldest first: "#id: verdict: reason"
 
 
 @dataclass

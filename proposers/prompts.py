@@ -138,6 +138,9 @@ def kernel_task(parent: KernelContext | None, idea: IdeaProposal, variant: int, 
 def repair_task(broken: KernelContext, failure: Failure) -> str:
     chain = f" of #{failure.of_id}" if failure.of_id else ""
     evidence = [f"The runner's reason, verbatim:\n{fence('reason', failure.reason or failure.verdict)}"]
+    if failure.earlier:
+        evidence.append("The attempts before it in this chain, oldest first, each as judged (do not repeat their "
+                        f"mistakes):\n{fence('earlier_attempts', chr(10).join(failure.earlier))}")
     table = pack.error_table(broken.errors)
     if table:
         evidence.append(f"Correctness per input distribution:\n{fence('error_table', table)}")

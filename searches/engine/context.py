@@ -12,6 +12,7 @@ from searches.selectors.kernels import speed_of_light
 from searches.selectors.targets import target_facts
 
 TRIED_IDEAS_SHOWN = 40
+REASON_CHARS = 600  # of each earlier attempt's reason in a repair turn
 FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
           Verdict.CRASHED, Verdict.OOM, Verdict.NO_CODE)
 
@@ -72,9 +73,14 @@ def latest_run(kernel: Kernel):
 
 
 def failure_of(search: Search, broken: Kernel, turn: int, root: Kernel) -> Failure:
-    """A repair turn's evidence: the runner's verdict and reason verbatim, and its log."""
+    """A repair turn's evidence: the runner's verdict and reason verbatim, its log, and how each
+    earlier attempt of the chain was judged (turn n sees turns 1..n-1)."""
+    earlier, kernel = [], broken.repair_of
+    while kernel is not None:
+        earlier.append(f"#{kernel.id}: {kernel.status}: {(kernel.reason or '(no reason given)')[:REASON_CHARS]}")
+        kernel = kernel.repair_of
     return Failure(verdict=broken.status, reason=broken.reason, log=kernel_context(broken).log, turn=turn,
-                   turns=search.repair_attempts, of_id=root.id)
+                   turns=search.repair_attempts, of_id=root.id, earlier=tuple(reversed(earlier)))
 
 
 def tried_ideas(search: Search) -> list[TriedIdea]:

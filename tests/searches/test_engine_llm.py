@@ -146,6 +146,9 @@ def test_every_failure_verdict_is_repaired_with_its_reason_as_a_child(problem, f
     loop.advance(search.id)
     second = Kernel.objects.get(search=search, repair_of=repairs[0])
     assert second.parent_id == repairs[0].id and second.name == f"repair 2 of #{broken[0].id}"
+    [turn_two] = [s for s in fake.requests if f"Repair 2 of 2 of #{broken[0].id}" in s.user_text]
+    assert "The attempts before it in this chain" in turn_two.user_text
+    assert f"#{broken[0].id}: {broken[0].status}: {reasons[broken[0].variant]}" in turn_two.user_text  # turn 1's
     judge(status_for=lambda k: "incorrect")
     loop.advance(search.id)
     assert not Kernel.objects.filter(repair_of=second).exists()
