@@ -61,6 +61,7 @@ class KernelContext:
     errors: list = field(default_factory=list)  # the runner's per-distribution rows, as stored
     log: str = ""  # the compile log or the stderr tail of its evaluation
     speedup_vs_parent: float | None = None
+    paired_eager_ms: float | None = None  # CPU: the eager time its speedup was measured against, timed beside it
 
 
 @dataclass

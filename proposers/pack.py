@@ -104,6 +104,8 @@ def verdict_summary(kernel: KernelContext) -> str:
     fared = f"correct, median {kernel.median_ms:.4g} ms"
     if kernel.speedup_vs_eager:
         fared += f", {kernel.speedup_vs_eager:.2f}x vs eager"
+        if kernel.paired_eager_ms:  # not the validation's eager time: the one the ratio was measured against
+            fared += f" (eager {kernel.paired_eager_ms:.4g} ms, timed beside it)"
     if kernel.speedup_vs_compile:
         fared += f", {kernel.speedup_vs_compile:.2f}x vs torch.compile"
     if kernel.speedup_vs_parent:

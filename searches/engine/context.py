@@ -65,7 +65,15 @@ def kernel_context(kernel: Kernel) -> KernelContext:
         speedup_vs_parent=(parent.median_ms / kernel.median_ms
                            if parent and parent.median_ms and kernel.median_ms and kernel.status == Verdict.CORRECT
                            else None),
+        paired_eager_ms=paired_eager_ms(result),
     )
+
+
+def paired_eager_ms(result: dict) -> float | None:
+    """On the CPU a speedup over eager is measured against eager blocks timed between the kernel's
+    (runner/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
+    paired = result.get("paired") or {}
+    return paired.get("eager_ms") if not paired.get("dropped") else None
 
 
 def latest_run(kernel: Kernel):

@@ -30,3 +30,13 @@ def test_error_rows_become_a_table():
             {"name": "uniform", "skipped": True, "skip_reason": "truth not finite"}, "junk"]
     assert pack.error_table(rows) == ("get_inputs: passed (err 0.5)\noffset: FAILED (err inf, max abs error 3)\n"
                                       "uniform: skipped (truth not finite)")
+
+
+def test_a_cpu_speedup_names_the_eager_time_it_was_measured_against():
+    """On the CPU the ratio comes from eager blocks timed beside the kernel, not the validation's eager
+    time shown with the problem: both numbers go together, so the model never reads a contradiction."""
+    kernel = KernelContext(id=1, source="", status="correct", median_ms=3.178, speedup_vs_eager=0.08,
+                           paired_eager_ms=0.2542)
+    assert pack.verdict_summary(kernel) == "correct, median 3.178 ms, 0.08x vs eager (eager 0.2542 ms, timed beside it)"
+    kernel.paired_eager_ms = None
+    assert pack.verdict_summary(kernel) == "correct, median 3.178 ms, 0.08x vs eager"

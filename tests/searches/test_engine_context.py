@@ -21,3 +21,9 @@ def test_a_quarantined_kernels_speed_is_not_advertised():
     honest = d.kernel(problem=problem, search=search, idea=idea, median_ms=0.5)
     outcome = context.idea_outcome(idea)
     assert "best 0.5 ms (2.00x vs eager" in outcome and "0.001" not in outcome and honest.quarantined is False
+
+
+def test_the_paired_eager_time_is_read_from_the_run_unless_the_pairing_was_dropped():
+    assert context.paired_eager_ms({"paired": {"eager_ms": 0.25, "dropped": None}}) == 0.25
+    assert context.paired_eager_ms({"paired": {"eager_ms": 0.25, "dropped": "helpers used the CPU"}}) is None
+    assert context.paired_eager_ms({}) is None
