@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import anthropic
 from django.conf import settings
 
-from . import prompts
+from . import pack, prompts
 from .base import Exchange, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError
 
 log = logging.getLogger(__name__)
@@ -64,15 +64,31 @@ class AnthropicProposer(Proposer):
 
     def ideas(self, problem, parent, tried, count, briefs=1):
         task = prompts.ideas_task(parent, tried, count, briefs)
-        total = None
-        for attempt in range(2):  # one more try after an unparsable reply; both calls are paid for
+        total, fresh, answered = None, [], False
+        seen = {pack.idea_key(t.title) for t in tried}
+        for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
             reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
-                return proposals[:count], total  # an empty list in a well-formed call: no new ideas
+                answered = True  # an empty list in a well-formed call: no new ideas
+                repeats = []
+                for proposal in proposals:
+                    key = pack.idea_key(proposal.title)
+                    if key in seen:
+                        repeats.append(proposal.title)
+                    else:
+                        fresh.append(proposal)
+                        seen.add(key)
+                if not repeats or len(fresh) >= count:
+                    break
+                log.info("anthropic: ideas reply repeated %d idea(s) already tried; asked again", len(repeats))
+                task += prompts.ideas_repeated(repeats)
+                continue
             log.warning("anthropic: ideas reply had no usable ideas (attempt %d)", attempt + 1)
             task += prompts.IDEAS_RETRY
+        if answered:
+            return fresh[:count], total
         raise ProposerError("the model's ideas reply was neither a propose_ideas call nor a JSON list of "
                             "{title, description}, twice", total)
 

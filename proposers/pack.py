@@ -132,6 +132,11 @@ def error_table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def idea_key(title: str) -> str:
+    """An idea's title as compared for repeats: case, spacing and punctuation aside."""
+    return " ".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
+
+
 def tried_line(idea: TriedIdea) -> str:
     reasons = "; ".join(r[:300] for r in idea.reasons[:REASONS_SHOWN])
     return f"- {idea.title}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")

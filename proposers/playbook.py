@@ -8,6 +8,7 @@ the playbook package, which reads the problem's source but never runs it.
 
 import playbook as book
 
+from . import pack
 from .base import Exchange, IdeaProposal, KernelProposal, Proposer, ProposerError
 
 FAMILY_NAMES = ("softmax", "layernorm", "matmul", "conv2d", "conv_relu_maxpool", "elementwise", "reduction")
@@ -30,10 +31,10 @@ class PlaybookProposer(Proposer):
 
     def ideas(self, problem, parent, tried, count, briefs=1):
         recipes = self._recipes(problem)
-        done = {_norm(idea.title) for idea in tried}
-        fresh = [recipe for recipe in recipes[1:] if _norm(recipe.title) not in done][:max(count, 0)]
+        done = {pack.idea_key(idea.title) for idea in tried}
+        fresh = [recipe for recipe in recipes[1:] if pack.idea_key(recipe.title) not in done][:max(count, 0)]
         proposals = [IdeaProposal(recipe.title, recipe.description) for recipe in fresh]
-        left = len([r for r in recipes[1:] if _norm(r.title) not in done]) - len(fresh)
+        left = len([r for r in recipes[1:] if pack.idea_key(r.title) not in done]) - len(fresh)
         note = "" if left else " The playbook has no further ideas for this family and target."
         reply = "\n".join(f"- {idea.title}" for idea in proposals) or "(no untried ideas left)"
         exchange = _exchange(f"playbook: {count} ideas for {problem.family}/{problem.device} "
@@ -42,7 +43,7 @@ class PlaybookProposer(Proposer):
 
     def kernel(self, problem, parent, idea, variant, brief=""):
         for recipe in self._recipes(problem):
-            if _norm(recipe.title) == _norm(idea.title):
+            if pack.idea_key(recipe.title) == pack.idea_key(idea.title):
                 return self._kernel(problem, recipe, variant, f"idea {recipe.slug!r}")
         raise ProposerError(
             f"The built-in playbook implements only its own ideas; {idea.title!r} is not one of them. "
@@ -78,10 +79,6 @@ class PlaybookProposer(Proposer):
         reply = f"{recipe.title}.\n\n{recipe.description}\n\nParameters: {recipe.variants[variant] or 'none'}."
         proposal = KernelProposal(source=source, name=f"{recipe.slug}-v{variant}", note=recipe.title)
         return proposal, _exchange(f"{label} ({what})", reply)
-
-
-def _norm(title: str) -> str:
-    return " ".join(title.lower().split())
 
 
 def _exchange(prompt: str, reply: str) -> Exchange:

@@ -28,13 +28,18 @@ def kernel_source(tag: str) -> str:
 
 
 class Scripted:
-    """Ideas as tool calls with K briefs; each kernel tagged with its brief (or its task)."""
+    """Ideas as tool calls with K briefs, new titles on every call (a repeat is asked again);
+    each kernel tagged with its brief (or its task)."""
+
+    def __init__(self):
+        self.ideas_asked = 0
 
     def __call__(self, seen):
         task = task_of(seen)
         if task == "ideas":
+            self.ideas_asked += 1
             count, briefs = asked_counts(seen)
-            return ideas_call(count, briefs)
+            return ideas_call(count, briefs, prefix="Idea" if self.ideas_asked == 1 else f"Idea set {self.ideas_asked},")
         return kernel_call(kernel_source(task))
 
 
@@ -207,3 +212,21 @@ def test_stale_rounds_end_the_search_with_that_reason(problem, fake):
     search.refresh_from_db()
     assert (search.status, search.stop_reason) == ("completed", "no improvement in 2 rounds")
     assert search.current_round == 2
+
+
+def test_an_idea_already_tried_is_asked_again_once_then_left_out(problem, fake):
+    """Two parents whose ideas calls both answer "Idea 1": the second is asked again naming the
+    repeat; ideas are implemented once each."""
+    search = start(problem, rounds=2, parents_per_round=2, bank_size=0)
+    repeat = Behaviour(tool_input=ideas_call(1))
+    fake.script = [Behaviour(), Behaviour(), Behaviour(),  # seed, round 1's ideas and kernel
+                   Behaviour(), Behaviour(),  # round 2: the first parent's ideas and kernel
+                   repeat, repeat]  # the second parent's ideas: a repeat, asked again, a repeat again
+    for _ in range(6):
+        loop.advance(search.id)
+        judge(median_for=lambda kernel: 1.0 / (1 + kernel.id))
+    titles = list(Idea.objects.filter(search=search).values_list("title", flat=True))
+    assert len(titles) == len(set(titles))  # no idea twice
+    asked = [s.user_text for s in fake.requests if task_of(s) == "ideas"]
+    assert any("Your previous reply repeated ideas already tried in this search (or itself): Idea 1." in t
+               for t in asked)
