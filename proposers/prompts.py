@@ -37,12 +37,13 @@ KERNEL_REPLY = ("Reply by calling the tool `submit_kernel` with the complete Pyt
                 "ModelNew(nn.Module)` as `source` and at most three sentences in `note`. Without tools, reply with the "
                 "module in a single ```python fenced block (no other code blocks), then the sentences.")
 IDEAS_RETRY = "\n\nYour previous reply could not be parsed. Call the tool `propose_ideas` (or reply with the JSON list only)."
+KERNEL_RETRY = "\n\nYour previous reply could not be used ({why}). Call the tool `submit_kernel` with the complete module."
 
 
 def ideas_repeated(titles: list[str]) -> str:
     return ("\n\nYour previous reply repeated ideas already tried in this search (or itself): "
             + "; ".join(titles[:10]) + ". Propose different ones.")
-KERNEL_RETRY = "\n\nYour previous reply could not be used ({why}). Call the tool `submit_kernel` with the complete module."
+
 
 # The languages a search may ask for: (label, device, how the kernel is written).
 LANGUAGES = {
