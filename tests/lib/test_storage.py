@@ -18,19 +18,7 @@ from searches.selectors import health
 from tests.searches.test_distributed import django_script, last_json, pg_url  # noqa: F401 (fixture)
 from tests.searches.test_engine import kicks, problem, start  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def probe_every_page(monkeypatch):
-    """A standing fault is probed on every page (no PROBE_SECONDS wait), and none outlives its test."""
-    monkeypatch.setattr(storage, "PROBE_SECONDS", 0)
-    monkeypatch.setattr(health, "CACHE_SECONDS", 0)
-    storage.forget_fault()
-    health.forget_cached()
-    yield
-    storage.forget_fault()
-    health.forget_cached()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_health")]
 
 
 @contextmanager

@@ -17,17 +17,7 @@ from searches.selectors import health
 
 from .test_engine import kicks, problem, start  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_health(monkeypatch):
-    monkeypatch.setattr(health, "CACHE_SECONDS", 0)
-    storage.forget_fault()
-    health.forget_cached()
-    yield
-    storage.forget_fault()
-    health.forget_cached()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_health")]
 
 
 @pytest.fixture
