@@ -76,12 +76,13 @@ def retry_after(limit: Limit, who: str) -> int:
     width = _bucket_seconds(limit)
     newest = int(now // width)
     buckets = range(newest - BUCKETS, newest + 1)
+    keys = [_key(limit, who, b) for b in buckets]
     try:
-        counts = cache.get_many([_key(limit, who, b) for b in buckets])
+        counts = cache.get_many(keys)
     except Exception as exc:  # the cache backend's own connection errors
         _cache_down(limit, exc)
         return 0
-    used = [counts.get(_key(limit, who, b)) or 0 for b in buckets]
+    used = [counts.get(key) or 0 for key in keys]
     total = sum(used)
     if total < limit.count:
         return 0

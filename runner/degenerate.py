@@ -2,7 +2,7 @@
 that does no work is judged correct (KernelBench level 2's 80 and 83 are all zeros for every input).
 
 Checked at validation, inside the problem's sandbox, on the inputs a candidate is judged on (each
-distribution's first trials, runner/truths.py) and with the judge's own rule (verify.passes against
+distribution's first trials, drawn by runner/truths.py) and with the judge's own rule (verify.passes against
 the float64 truth, PyTorch's fp32 error allowed for). Trivial outputs tried, in order: all zeros,
 one constant per output (the first truth's mean), and the first input's truth reused for every
 other input (the output does not depend on the input). Runs only inside a sandbox process.
@@ -14,6 +14,7 @@ import torch
 
 from . import jobs, verify
 from . import problem as problems
+from . import truths as judged
 
 TRIALS_PER_DISTRIBUTION = 2  # enough to see an output that ignores its input; each costs a float64 forward
 MIN_TRIALS = 2
@@ -23,15 +24,12 @@ def reason(module, reference, truth_model, seed: int, device: str, atol: float, 
     """Why any kernel writing a trivial output would be judged correct on this problem, or None."""
     zeros = constant = same = True
     first = means = None
-    trials = 0
+    drawn = 0
     for index, name in enumerate(problems.DISTRIBUTIONS):
-        for trial in range(min(TRIALS_PER_DISTRIBUTION, problems.TRIALS[name])):
-            inputs = problems.make_inputs(module, name, seed + 1000 * index + trial, device)
-            if name != "get_inputs" and not problems.has_floating_input(inputs):
+        count = min(TRIALS_PER_DISTRIBUTION, problems.TRIALS[name])
+        for _, inputs, truths, skip in judged.trials(module, name, index, seed, device, reference, truth_model, count):
+            if skip:
                 break  # skipped by the judge too
-            truths = jobs.truth(truth_model, reference, inputs)
-            if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
-                break
             ref_err = jobs.reference_err(reference, inputs, truths, atol, rtol)
             if first is None:
                 first = [t.clone() for t in truths]
@@ -43,11 +41,11 @@ def reason(module, reference, truth_model, seed: int, device: str, atol: float, 
             zeros = zeros and passes([torch.zeros_like(t) for t in truths])
             constant = constant and passes([torch.full_like(t, m) for t, m in zip(truths, means)])
             same = same and all(a.shape == t.shape for a, t in zip(first, truths)) and passes(first)
-            trials += 1
+            drawn += 1
             del truths, inputs
             if not (zeros or constant or same):
                 return None
-    if trials < MIN_TRIALS:
+    if drawn < MIN_TRIALS:
         return None
     if zeros:
         return "its output is all zeros (within its tolerance) for every input: any kernel that writes zeros is correct"

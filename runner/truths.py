@@ -79,20 +79,32 @@ def _distribution(module, name, index, seed, device, reference, truth_model, wri
     """One distribution's trials, as runner/jobs.py draws them: stopped (skipped) at the first
     trial without floating inputs or with a non-finite truth, as the in-process judge did."""
     row = {"name": name, "skipped": False, "trials": []}
-    for trial in range(problems.TRIALS[name]):
-        inputs = problems.make_inputs(module, name, seed + 1000 * index + trial, device)
-        if name != "get_inputs" and not problems.has_floating_input(inputs):
-            row.update(skipped=True, skip_reason="no floating inputs")
-            break
-        truths = jobs.truth(truth_model, reference, inputs)
-        if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
-            row.update(skipped=True, skip_reason="the truth is not finite on these inputs")
+    for trial, inputs, truths, skip in trials(module, name, index, seed, device, reference, truth_model,
+                                              problems.TRIALS[name]):
+        if skip:
+            row.update(skipped=True, skip_reason=skip)
             break
         ref_err = jobs.reference_err(reference, inputs, truths, atol, rtol)
         row["trials"].append({"ref_err": _finite(ref_err),
                               "truths": _store(writer, f"trial/{name}/{trial}", truths, expected, secret)})
         del truths, inputs
     return row
+
+
+def trials(module, name, index, seed, device, reference, truth_model, count):
+    """Yields (trial, inputs, truths, None) for a distribution's first `count` trials, as the judge
+    draws them, or a last (trial, None, None, why) where it stops: a stress distribution without
+    floating inputs or with a non-finite truth is skipped."""
+    for trial in range(count):
+        inputs = problems.make_inputs(module, name, seed + 1000 * index + trial, device)
+        if name != "get_inputs" and not problems.has_floating_input(inputs):
+            yield trial, None, None, "no floating inputs"
+            return
+        truths = jobs.truth(truth_model, reference, inputs)
+        if name != "get_inputs" and not all(bool(torch.isfinite(t).all()) for t in truths):
+            yield trial, None, None, "the truth is not finite on these inputs"
+            return
+        yield trial, inputs, truths, None
 
 
 def _store(writer: Writer, key: str, truths: list, expected: list, secret: bytes) -> list[dict]:

@@ -8,7 +8,7 @@ from proposers import pack, prompts
 from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
 from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
-from searches.selectors.kernels import speed_of_light
+from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.targets import target_facts
 
 TRIED_IDEAS_SHOWN = 40
@@ -113,7 +113,7 @@ def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
         return f"{len(kernels)} implementation(s) still being evaluated"
     if correct:
         # A quarantined speed is not advertised: it may be noise or a trick a person has yet to review.
-        ranked = [k for k in correct if not k.quarantined or (k.verified and k.approved_by_id)]
+        ranked = [k for k in correct if kernel_is_ranked(k)]
         best = min((k for k in ranked if k.median_ms), key=lambda k: k.median_ms, default=None)
         speed = "" if ranked else ", under review (held out of the rankings, so no speed is given)"
         if best and best.speedup_vs_eager:
