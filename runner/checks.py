@@ -33,6 +33,8 @@ VIEW_METHODS = {
     "movedim", "moveaxis", "swapaxes", "as_strided", "contiguous", "to", "float", "half", "bfloat16",
     "double", "cpu", "cuda", "type_as", "detach", "requires_grad_", "new_empty", "new_empty_strided",
 }
+# Copies and fills: data movement, no arithmetic (a CUDA graph's input copied into its static buffer).
+COPY_METHODS = {"copy_", "clone", "zero_", "new_zeros", "new_ones"}
 META_METHODS = {
     "size", "numel", "stride", "dim", "ndimension", "nelement", "data_ptr", "element_size",
     "is_contiguous", "storage_offset", "get_device", "is_floating_point", "is_complex", "item",
@@ -41,13 +43,14 @@ ALLOWED_TORCH_CALLS = {
     "empty", "empty_like", "empty_strided", "device", "Size", "finfo", "iinfo", "is_tensor",
     "is_floating_point", "get_default_dtype", "no_grad", "inference_mode", "numel",
     "reshape", "flatten", "permute", "transpose", "squeeze", "unsqueeze", "t", "as_strided",
-    "broadcast_shapes", "result_type", "promote_types",
+    "broadcast_shapes", "result_type", "promote_types", "zeros", "zeros_like", "ones", "ones_like",
 }
 ALLOWED_TORCH_PREFIXES = (
     "torch.cuda.current_stream", "torch.cuda.current_device", "torch.cuda.synchronize",
     "torch.cuda.device", "torch.cuda.get_device_properties", "torch.cuda.get_device_capability",
     "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.nvtx",
     "torch.utils.cpp_extension", "torch.utils.dlpack", "torch.backends.cpu.get_cpu_capability",
+    "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.graph_pool_handle",
 )
 # Calls that leave the result a plain Python value, not a tensor.
 NON_TENSOR_TORCH_CALLS = {"device", "Size", "finfo", "iinfo", "is_tensor", "is_floating_point",
@@ -95,8 +98,12 @@ FRAME_ATTRIBUTES = {
     "cr_frame", "ag_frame", "__globals__", "__builtins__", "__subclasses__", "__closure__",
     "__code__", "__torch_function__", "__torch_dispatch__",
 }
-SYS_INTROSPECTION = {"_getframe", "_current_frames", "settrace", "setprofile", "modules",
+SYS_INTROSPECTION = {"_getframe", "_current_frames", "settrace", "setprofile", "gettrace", "getprofile", "modules",
                      "exc_info", "exception", "last_traceback", "_getframemodulename", "monitoring"}
+# What would tell a recorded call from a timed one (the op recorder, the profiler behind the launch
+# accounting, the exception trace): PyTorch's compute is judged on recorded calls, so refused.
+RECORDING_STATE = ("torch.utils._python_dispatch", "torch.overrides", "torch.autograd.profiler", "torch.profiler",
+                   "torch.autograd.profiler_util", "torch._dispatch")
 DANGEROUS_BUILTINS = {
     "exec": "runs code the checks cannot see", "eval": "runs code the checks cannot see",
     "compile": "builds code the checks cannot see", "__import__": "imports modules by computed names",
@@ -116,6 +123,10 @@ GLOBAL_STATE_SETTERS = {
 BACKEND_FLAGS = {"torch.backends.cudnn.benchmark", "torch.backends.cudnn.allow_tf32",
                  "torch.backends.cuda.matmul.allow_tf32"}
 BACKEND_FLAG_CALLS = {"torch.set_float32_matmul_precision"}
+# Settings the run watches (runner/globalstate.py): a kernel may call these, and is refused at run time
+# only if it leaves a value other than the runner's.
+SDP_SETTERS = {"torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
+               "torch.backends.cuda.enable_math_sdp"}
 STREAM_CALLS = {"torch.cuda.Stream", "torch.Stream", "torch.cuda.streams.Stream", "torch.cuda.set_stream",
                 "cupy.cuda.Stream", "cupy.cuda.stream.Stream", "torch.cuda.stream"}
 EXTERNAL_STREAM_CALLS = {"cupy.cuda.ExternalStream", "cupy.cuda.stream.ExternalStream",
@@ -230,7 +241,7 @@ def allowed_torch_call(name: str) -> bool:
         return True  # a custom op the kernel registered itself (load_inline, torch.library)
     if len(parts) == 2 and parts[1] in ALLOWED_TORCH_CALLS:
         return True
-    return parts[-1] in VIEW_METHODS or parts[-1].startswith("empty")
+    return parts[-1] in VIEW_METHODS or parts[-1] in COPY_METHODS or parts[-1].startswith("empty")
 
 
 def normalized(op: str) -> str:
@@ -290,6 +301,9 @@ class FunctionFacts:
         self.self_tensors = self_tensors
         self.self_modules = self_modules
         self.nodes = host_nodes(func, is_device) if is_device else list(ast.walk(func))
+        # An except block's PyTorch is a fallback (check_fallbacks; the run says whether it ran), not forward's work.
+        handled = {id(n) for h in self.nodes if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)}
+        self.working = [n for n in self.nodes if id(n) not in handled]
         # A helper's parameter every call site fills with a non-tensor (a shape, a dtype name) is no tensor.
         self.tensors = {a.arg for a in func.args.args + func.args.kwonlyargs
                         if a.arg != "self" and a.arg not in plain_params}
@@ -345,7 +359,7 @@ class FunctionFacts:
     def compute_uses(self) -> list[tuple[int, str]]:
         """(line, description) of every place the function computes with PyTorch or a library."""
         uses = []
-        for node in self.nodes:
+        for node in self.working:
             found = self.compute_use(node)
             if found:
                 uses.append((node.lineno, found))
@@ -389,7 +403,8 @@ class FunctionFacts:
             return f"self.{attr}(), a torch.nn.{self.self_modules[attr]}"
         if isinstance(node.func, ast.Attribute) and self.is_tensor(node.func.value):
             method = node.func.attr
-            if method in VIEW_METHODS or method in META_METHODS or method.startswith("new_empty"):
+            if method in VIEW_METHODS or method in META_METHODS or method in COPY_METHODS \
+                    or method.startswith("new_empty"):
                 return None
             if (inner := self.self_attr(node.func.value)) in self.self_modules and method == "forward":
                 return f"self.{inner}.forward(), a torch.nn.{self.self_modules[inner]}"
@@ -399,7 +414,7 @@ class FunctionFacts:
     def ops_called(self) -> dict[str, int]:
         """Normalized names of torch ops this function calls, with a line each."""
         ops: dict[str, int] = {}
-        for node in self.nodes:
+        for node in self.working:
             op = None
             if isinstance(node, ast.Call):
                 name = self.imports.resolve(node.func)
@@ -411,7 +426,7 @@ class FunctionFacts:
                     op = self.self_modules[attr]
                 elif isinstance(node.func, ast.Attribute) and self.is_tensor(node.func.value):
                     method = node.func.attr
-                    if method not in VIEW_METHODS and method not in META_METHODS:
+                    if method not in VIEW_METHODS and method not in META_METHODS and method not in COPY_METHODS:
                         op = method
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 op = "matmul"
@@ -452,7 +467,7 @@ def class_info(node: ast.ClassDef, imports: Imports) -> ClassInfo:
                 last = name.rsplit(".", 1)[-1]
                 if under(name, "torch.nn") and last not in {"Parameter", "Buffer"} and last[:1].isupper():
                     modules[target.attr] = last
-                elif under(name, "torch"):
+                elif under(name, "torch") and not under(name, "torch.cuda", "torch.utils", "torch.backends"):
                     tensors.add(target.attr)
         for sub in ast.walk(method):
             if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
@@ -475,6 +490,7 @@ class Checker:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.plain_params: dict[int, frozenset] = {}
         self.codes: dict[str, str] = {}
+        self.advised: set[str] = set()
 
     def flag(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
@@ -482,6 +498,18 @@ class Checker:
         if reason not in self.reasons:
             self.reasons.append(reason)
             self.codes[reason] = code
+
+    def report(self, code: str):
+        """PyTorch doing the work: the run decides (advise) unless a decoy kernel of its own stands
+        beside it (code RULE), a cheat refused here."""
+        return self.flag if code == findings.RULE else self.advise
+
+    def advise(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
+        """A finding the run decides (docs/KERNEL_FORMAT.md, "Refusals and advisories"): said, never a verdict."""
+        before = len(self.reasons)
+        self.flag(node, message, code)
+        if len(self.reasons) > before:
+            self.advised.add(self.reasons[-1])
 
     def run(self) -> list[str]:
         self.check_imports()
@@ -529,7 +557,9 @@ class Checker:
         ours |= {op for f, o in reachable for op in self.facts_for(f, o).ops_called()}
         if theirs and set(theirs) <= ours:
             return False
-        self.flag(uses[0][0], findings.partial_reason([op_label(use) for _, use in uses]), findings.PARTIAL)
+        # the op recorder sees PyTorch's ops at run time, not a library's (numpy, cupy): those are refused here
+        report = self.flag if any(use.endswith("(library compute)") for _, use in uses) else self.advise
+        report(uses[0][0], findings.partial_reason([op_label(use) for _, use in uses]), findings.PARTIAL)
         return True
 
     # --- imports, patching, introspection ----------------------------------------------------
@@ -601,8 +631,9 @@ class Checker:
                 self.flag(stmt, "changes __builtins__; leave the interpreter's builtins alone")
             return
         name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
-        if name in BACKEND_FLAGS and isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign):
-            return
+        if isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign) and (
+                name in BACKEND_FLAGS or under(name, "torch.backends") and isinstance(stmt.value, ast.Constant)):
+            return  # a flag of the field's, or a setting the run watches (runner/globalstate.py) set to a value
         if under(name, "os.environ"):
             key = _constant_text(target.slice) if isinstance(target, ast.Subscript) and name == "os.environ" else None
             if key not in COMPILER_ENV or isinstance(stmt, ast.Delete):
@@ -637,7 +668,8 @@ class Checker:
         if under(name, "torch") and name.rsplit(".", 1)[-1] in GLOBAL_STATE_SETTERS and name not in BACKEND_FLAG_CALLS:
             self.flag(node, f"calls {name}, which changes global state the runner fixes for the reference "
                             "and baselines; remove it")
-        if under(name, "torch.backends") and name.rsplit(".", 1)[-1].startswith(("set_", "enable", "disable")):
+        if under(name, "torch.backends") and name.rsplit(".", 1)[-1].startswith(("set_", "enable", "disable")) \
+                and name not in SDP_SETTERS:
             self.flag(node, f"calls {name}, which changes global state the runner fixes; remove it")
         if name in {"torch.compile", "torch.jit.script", "torch.jit.trace"} or under(name, "torch._dynamo", "torch._inductor"):
             if not self.allow_library:
@@ -646,6 +678,7 @@ class Checker:
 
     def check_introspection(self) -> None:
         aten_parts: set[int] = set()  # ast.walk visits an attribute before the parts of its name
+        recording_parts: set[int] = set()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Attribute):
                 if node.attr in FRAME_ATTRIBUTES:
@@ -653,6 +686,13 @@ class Checker:
                 name = self.imports.resolve(node) or ""
                 if under(name, "sys") and name.split(".")[1:2] and name.split(".")[1] in SYS_INTROSPECTION:
                     self.flag(node, f"uses {name}, introspection that can reach the evaluator; remove it")
+                if under(name, *RECORDING_STATE) and id(node) not in recording_parts:
+                    self.flag(node, f"uses {name}, which can tell the runner's recorded calls from timed ones; "
+                                    "remove it")
+                    parent = node.value
+                    while isinstance(parent, ast.Attribute):  # the parts of this name: said once
+                        recording_parts.add(id(parent))
+                        parent = parent.value
                 if under(name, "ctypes") and name.split(".")[-1] in RAW_MEMORY_CTYPES:
                     self.flag(node, f"uses {name}, raw access to the interpreter's memory; pass tensor "
                                     "data_ptr() values to your own compiled function instead")
@@ -740,10 +780,10 @@ class Checker:
                             and sub.func.id == "Model":
                         use = "the reference Model"
                     if use or (name and under(name, "torch.nn.functional")):
-                        self.flag(handler, f"the except block falls back to PyTorch ({use or name}) when the "
-                                           "kernel fails: allowed when the search allows library calls (the run "
-                                           "then says when it fell back), otherwise let the error propagate",
-                                  findings.PARTIAL)
+                        self.advise(handler, f"the except block falls back to PyTorch ({use or name}) when the "
+                                             "kernel fails: allowed when the search allows library calls (the run "
+                                             "then says when it fell back); otherwise a call that falls back fails "
+                                             "the kernel, so let the error propagate", findings.PARTIAL)
                         return
 
     # --- ModelNew ---------------------------------------------------------------------------
@@ -851,13 +891,15 @@ class Checker:
         for func, owner in reachable:
             for op, line in self.facts_for(func, owner).ops_called().items():
                 if op in ref_ops:
-                    self.flag(line, f"forward calls the reference's own operation ({op}); "
-                                    "compute it in your own kernel instead", code)
+                    self.report(code)(line, f"forward calls the reference's own operation ({op}); "
+                                            "compute it in your own kernel instead", code)
 
     def check_compute(self, info: ClassInfo, reachable, code: str) -> None:
         for func, owner in reachable:
             for line, use in self.facts_for(func, owner).compute_uses():
-                self.flag(line, f"forward computes with {use}; {KERNEL_RULE}. Do this work in your own kernel", code)
+                # PyTorch's compute is recorded on the run's calls; a library's (numpy, cupy) is not: refused here
+                report = self.flag if use.endswith("(library compute)") else self.report(code)
+                report(line, f"forward computes with {use}; {KERNEL_RULE}. Do this work in your own kernel", code)
 
     def check_returns_input(self, info: ClassInfo) -> None:
         forward = info.methods.get("forward")
@@ -901,12 +943,12 @@ class Checker:
         if not self.compiles():
             how = ("a C library built with the system compiler and loaded with ctypes.CDLL, or load_inline"
                    if self.device == "cpu" else "cupy.RawModule/RawKernel, Triton, or load_inline")
-            self.flag(None, f"the module compiles no kernel of its own; build one ({how}) and call it in "
-                            "forward, or run the search with library calls allowed", findings.NO_KERNEL)
+            self.advise(None, f"the module compiles no kernel of its own; build one ({how}) and call it in "
+                              "forward, or run the search with library calls allowed", findings.NO_KERNEL)
             return
         if reachable and not any(self.launches_kernel(func, owner) for func, owner in reachable):
-            self.flag(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there",
-                      findings.NO_KERNEL)
+            self.advise(info.methods["forward"], "forward never calls a compiled kernel; call your kernel there",
+                        findings.NO_KERNEL)
 
     def launches_kernel(self, func: ast.FunctionDef, owner: ClassInfo | None) -> bool:
         facts = self.facts_for(func, owner)
@@ -953,11 +995,16 @@ class Checker:
 
 
 class CallState:
-    """Finds data of one call (inputs, outputs, their identity) kept in state that outlives it."""
+    """Finds data of one call (its inputs, its outputs) kept in state that outlives it. Their identity
+    (id(), data_ptr(), `is`) is not data: a cache keyed on it is judged at run time, where the same
+    storages come back holding other data (runner/replay.py's IdentitySwap). Nor is a buffer allocated
+    in an input's form (torch.zeros_like(x): a CUDA graph's static input, filled with copy_ each call)."""
 
     SHAPE_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
     SHAPE_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "element_size", "ndimension",
-                     "nelement", "get_device", "is_floating_point"}
+                     "nelement", "get_device", "is_floating_point", "data_ptr", "untyped_storage", "storage"}
+    ALLOCATIONS = {"empty_like", "zeros_like", "ones_like", "empty", "zeros", "ones", "empty_strided", "new_empty",
+                   "new_zeros", "new_ones", "new_empty_strided"}  # not full*: its fill value may be data
 
     def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
         self.facts = facts
@@ -969,10 +1016,7 @@ class CallState:
                                 for name in n.names}
 
     def caching(self, node: ast.AST) -> str | None:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" \
-                and node.args and self.facts.is_tensor(node.args[0]):
-            return "it takes id() of a tensor, which recognises inputs seen before"
-        if isinstance(node, ast.Compare):
+        if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
             holders = [h for part in [node.left, *node.comparators] if (h := self.holder_in(part))]
             data = [d for part in [node.left, *node.comparators] if (d := self.call_data(part))]
             if holders and data:
@@ -1030,7 +1074,10 @@ class CallState:
             name = self.facts.imports.resolve(node.func) or ""
             if isinstance(node.func, ast.Attribute) and node.func.attr in self.SHAPE_METHODS:
                 return None
-            if under(name, "torch") and name.rsplit(".", 1)[-1].startswith("empty"):
+            if isinstance(node.func, ast.Name) and node.func.id == "id":
+                return None
+            if (under(name, "torch") or isinstance(node.func, ast.Attribute)) \
+                    and name.rsplit(".", 1)[-1] in self.ALLOCATIONS:
                 return None
         if isinstance(node, ast.Name):
             if node.id in self.params:
@@ -1086,11 +1133,14 @@ def check_findings(source: str, *, reference_source: str = "", allow_library: bo
     checker = Checker(tree, collect_imports(tree), reference=reference, allow_library=allow_library,
                       device=device)
     reasons = checker.run()
-    if not allow_library:
-        reasons += [r for r in torch_functions_held(tree, checker.imports) if r not in reasons]
-    found = [Finding(r, checker.codes.get(r, findings.RULE)) for r in reasons]
-    # A cheat outranks the partial-replacement hint: report it first.
-    return sorted(found, key=lambda f: f.code in (findings.PARTIAL, findings.NO_KERNEL))
+    if not allow_library:  # PyTorch called however it is reached: the op recorder sees it run
+        held = [r for r in torch_functions_held(tree, checker.imports) if r not in reasons]
+        reasons += held
+        checker.advised.update(r for r in held if "__dict__" not in r)
+    found = [Finding(r, checker.codes.get(r, findings.RULE), findings.ADVISORY if r in checker.advised else "rejected")
+             for r in reasons]
+    # Refusals first (the verdict is the first's), a cheat before the partial-replacement hint; then advisories.
+    return sorted(found, key=lambda f: (f.advisory, f.code in (findings.PARTIAL, findings.NO_KERNEL)))
 
 
 class _Plain(ast.NodeTransformer):

@@ -116,6 +116,9 @@ def summary(result: dict) -> str:
                      f"kernel's, 95% CI {lo:.2f}-{hi:.2f}x")
     if result.get("quarantined"):
         lines.append(f"QUARANTINED: {result['quarantine_reason']}")
+    if result.get("fallback"):
+        lines.append(f"fallback: it {result['fallback']}")
+    lines += [f"advisory ({a['code']}): {a['reason']}" for a in result.get("advisories") or []]
     if result.get("family"):
         lines.append(f"family: {result['family']}")
     return "\n".join(lines)

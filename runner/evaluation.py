@@ -97,7 +97,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
 
     found = check_findings(kernel_source, reference_source=problem_source, allow_library=allow_library,
                            device=device)
-    if found:  # judging: the first finding, with its code (runner/findings.py)
+    result["advisories"] = [{"reason": f.reason, "code": f.code} for f in found if f.advisory]
+    if len(result["advisories"]) < len(found):  # judging: the first refusal, with its code (runner/findings.py)
         result.update(status=found[0].status, reason=found[0].reason, reason_code=found[0].code)
         return result
 
@@ -111,7 +112,9 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
            "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
-            return _judge(pool, job, validation, environment, timeout)
+            judged = _judge(pool, job, validation, environment, timeout)
+            judged["advisories"] = result["advisories"]
+            return judged
         except _DeviceFull as exc:
             if attempt == OOM_ATTEMPTS:
                 raise DeviceBusy(f"the candidate ran out of device memory {OOM_ATTEMPTS} times within its own share "
@@ -256,7 +259,7 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
         if "unusable" in reply or "error" in reply:
             raise exchange.Unusable(str(reply.get("unusable") or reply.get("error"))[:400])
         result["correctness"] = schema.correctness(reply["correctness"])
-        failure = reply["replay"]["failure"]
+        failure, swapped = reply["replay"]["failure"], reply["swap"]["failure"]
     except (exchange.Unusable, schema.Malformed, KeyError, TypeError) as exc:
         result.update(status="rejected", reason_code=findings.RULE, correctness=None,
                       reason=f"the trusted judge could not use the candidate's outputs: {exc}")
@@ -271,6 +274,12 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
         result.update(status="incorrect", reason=f"timed call {failure[0]} of {shipped['timed_calls']} returned a "
                       f"wrong result (err {findings.figure(failure[1])}) on its inputs; results must be computed on "
                       f"every call, not cached or replayed ({reply['replay']['checked']} timed calls checked)")
+        return
+    if swapped:  # every timed call right, wrong on its own storages with new data: identity, not data
+        result.update(status="incorrect", reason=(
+            f"given the storages of input set {swapped[1] + 1} holding set {swapped[0] + 1}'s data, it returned a "
+            f"wrong result (err {findings.figure(swapped[2])}): results must come from the inputs' data, not from "
+            "their identity (a cache keyed on id(), data_ptr() or `is` returns what it stored for those storages)"))
         return
     batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
     found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)
@@ -291,7 +300,7 @@ def empty_verdict(seed: int | None) -> dict:
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
-            "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None}
+            "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": []}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

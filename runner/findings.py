@@ -22,11 +22,22 @@ RULE = "rule"
 CODES = (PARTIAL, NO_KERNEL, TOOLCHAIN, RULE)
 
 
+ADVISORY = "advisory"
+
+
 @dataclass(frozen=True)
 class Finding:
+    """A static check's finding. `status` is the verdict it gives (`rejected`, `compile_error`), or
+    ADVISORY: what the run itself decides (PyTorch compute, a fallback, no kernel of its own, all
+    seen by the op recorder and the launch accounting), said beside the verdict and never one."""
+
     reason: str
     code: str = RULE
     status: str = "rejected"
+
+    @property
+    def advisory(self) -> bool:
+        return self.status == ADVISORY
 
 
 def partial_reason(ops: list[str], where: str = "forward") -> str:

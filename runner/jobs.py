@@ -21,7 +21,7 @@ from . import compile as compiling
 from . import findings, machine, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
-from . import timing, verify
+from . import globalstate, timing, verify
 from .exchange import Writer
 
 ROOT = Path(os.environ.get("KERNELLAB_SANDBOX_ROOT", "/tmp"))
@@ -64,7 +64,9 @@ def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
     if kind == "evaluate":
         return run_evaluate(job, channel, exchange_fd)
     if kind == "health":
-        return run_health(job["device"])
+        from . import probe
+
+        return probe.health(job["device"])
     if kind == "do_bench":
         return run_do_bench(job, channel)
     if kind == "probe":
@@ -72,18 +74,6 @@ def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
 
         return probe.run(job["device"], load_inline=bool(job.get("load_inline")))
     return {"status": "error", "reason": f"unknown job {kind!r}"}
-
-
-def run_health(device: str) -> dict:
-    try:
-        x = torch.arange(1 << 20, device=device, dtype=torch.float32)
-        total = float(x.sum())
-        if device == "cuda":
-            torch.cuda.synchronize()
-        ok = total == float((1 << 20) * ((1 << 20) - 1) / 2)
-        return {"status": "ok" if ok else "failed", "reason": "" if ok else f"sum was {total}"}
-    except Exception as exc:  # a poisoned context shows up here
-        return {"status": "failed", "reason": compiling.first_line(str(exc))}
 
 
 def run_do_bench(job: dict, channel) -> dict:
@@ -185,14 +175,14 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.backends.cuda.matmul.allow_tf32 = False  # the correctness reference runs without TF32
     torch.backends.cudnn.allow_tf32 = False
-    runner_flags = backend_flags()
+    runner_flags = globalstate.backend_flags()
 
     module = problems.load_module(job["problem_source"], ROOT / "problem.py", "kernellab_problem")
     problems.check_problem_module(module)
     init = list(module.get_init_inputs())
     reference = problems.build_model(module.Model, init, seed, device)
 
-    guarded = verify.snapshot()
+    guarded = verify.snapshot(), globalstate.watched()
     counter = verify.LaunchCounter([str(ROOT)])
     counter.install()
     counter.watch(job["kernel_source"], device)  # judging: driver-level launch accounting (CUDA)
@@ -212,13 +202,14 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     expected = [{"shape": tuple(o.shape), "dtype": o.dtype, "device": o.device.type} for o in expected_outputs]
     tolerance = problems.tolerance(expected_outputs, module, job.get("atol"), job.get("rtol"))
     del expected_outputs, shape_inputs
-    shipped = result["exchange"] = {"distributions": [], "calls": [], "timed_calls": 0}
+    shipped = result["exchange"] = {"distributions": [], "calls": [], "swaps": [], "timed_calls": 0}
     ship = Shipper(writer, channel, reference, tolerance)
 
     state = {"first": True, "ops": []}
 
-    def run_candidate(inputs):
-        given = verify.copies(inputs)
+    def run_candidate(inputs, given=None):
+        """One recorded call on fresh copies of inputs (or on `given`, holding the same data), checked."""
+        given = verify.copies(inputs) if given is None else given
         verify.poison([(e["shape"], e["dtype"]) for e in expected], device)
         threads = verify.thread_count()
         with torch.no_grad():
@@ -238,20 +229,12 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
     if state.get("fell_back") and state.get("own_calls"):  # library mode: timed as what it is, with the note
-        call, ops = state["fell_back"]
+        call, ops, caught = state["fell_back"]
         result["fallback"] = (f"fell back to PyTorch on untimed call {call} of {state['calls']} ({', '.join(ops)}): "
-                              "its own kernel did not run there")
-    kernel_flags = {k: v for k, v in backend_flags().items() if v != runner_flags[k]}
+                              "its own kernel did not run there" + (f", after it caught {caught}" if caught else ""))
+    kernel_flags = {k: v for k, v in globalstate.backend_flags().items() if v != runner_flags[k]}
     if kernel_flags:  # eager under the flags the kernel set: their own effect is never the kernel's credit
         result["flag_baseline"] = _eager_under_flags(module, reference, device, seed, channel, kernel_flags)
-
-
-def backend_flags() -> dict:
-    """The global backend settings a kernel may change (checks.BACKEND_FLAGS)."""
-    return {"cudnn.benchmark": bool(torch.backends.cudnn.benchmark),
-            "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-            "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
 
 
 def _eager_under_flags(module, reference, device: str, seed: int, channel, flags: dict) -> dict:
@@ -291,12 +274,12 @@ def _call(new, given, state, counter, allow_library, sync):
     Every untimed call is recorded (not only the first), so a kernel cannot compute with
     PyTorch on the calls after the first one it expects to be watched."""
     try:
-        recorder = verify.OpRecorder()
+        recorder, swallowed = verify.OpRecorder(), verify.Swallowed(str(ROOT / "kernel.py"))
         counter.calls = 0
         counter.active = True
         try:
             with counter.launches.recording():
-                with recorder:
+                with recorder, swallowed:
                     outputs = new(*given)
                 sync()
         finally:
@@ -311,11 +294,13 @@ def _call(new, given, state, counter, allow_library, sync):
             if counter.calls:
                 state["own_calls"] = state.get("own_calls", 0) + 1
             elif computing and "fell_back" not in state:
-                state["fell_back"] = (state["calls"], [findings.aten_name(op) for op in computing[:5]])
+                state["fell_back"] = (state["calls"], [findings.aten_name(op) for op in computing[:5]],
+                                      swallowed.found)
         found = None if allow_library else verify.library_use(recorder.ops, counter.calls, state["calls"])
         found = found or counter.launches.finding(allow_library=allow_library, call=state["calls"])
         if found:
-            raise Verdict("rejected", found.reason, reason_code=found.code)
+            reason = found.reason + (f" (after it caught an exception, {swallowed.found})" if swallowed.found else "")
+            raise Verdict("rejected", reason, reason_code=found.code)
         return outputs
     except (Verdict, verify.Rejected):
         raise
@@ -380,11 +365,23 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
         shipped["calls"].append({"call": i, "set": i % len(sets),
                                  "outputs": ship(f"call/{i}", outs, seed_key=f"set/{i % len(sets)}")})
 
+    def ship_swap(data, into, outs):
+        shipped["swaps"].append({"set": data, "into": into,
+                                 "outputs": ship(f"swap/{len(shipped['swaps'])}", outs, seed_key=f"set/{data}")})
+
+    # judging: the inputs' identity is no key to a result (runner/replay.py's IdentitySwap), on the
+    # untimed calls inside the loop and once after it
+    swap = replay_.IdentitySwap(sets, keep, run_candidate, ship_swap)
+
+    def untimed(i, inputs):
+        run_candidate(inputs)
+        swap(seen=i + 1)
+
     # judging: timed calls' outputs sampled over the whole loop (runner/replay.py), plain and dense;
     # the judge's request stays one socket message, and the checks spread over the longest loop
     limit = max(1, min(64, 512 // len(form),
                        replay_.SHIPPED_BYTES // max(1, replay_.output_bytes(form, shipped=True))))
-    replay = replay_.LateReplay(ship_call, device=device, untimed=run_candidate,
+    replay = replay_.LateReplay(ship_call, device=device, untimed=untimed,
                                 eligible=lambda i: i % len(sets) < keep, limit=limit,
                                 block=max(8, -(-timing.MAX_REPS // limit)))
 
@@ -400,6 +397,7 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
     _guard(guarded)
     try:  # one more recorded, untimed call once timing is over: the same kernel must still be at work
         run_candidate(sets[-1])
+        swap(seen=len(measured["samples_ms"]))
     except verify.Rejected as exc:
         raise Verdict("rejected", str(exc)) from None
     with torch.no_grad():
@@ -464,10 +462,15 @@ class Shipper:
 
 
 def _guard(guarded) -> None:
+    """Nothing the runner relies on was patched, and torch's watched settings are the runner's."""
+    patched, state = guarded
     try:
-        verify.check_untouched(guarded)
+        verify.check_untouched(patched)
     except verify.Rejected as exc:
         raise Verdict("rejected", str(exc)) from None
+    moved = globalstate.changed(state)
+    if moved:
+        raise Verdict("rejected", moved)
 
 
 def _classify(exc: BaseException, *, during: str) -> Verdict:

@@ -122,3 +122,20 @@ def _load_inline():
     torch.cuda.synchronize()
     assert float(x.sum()) == 1024.0
     return "built and ran"
+
+
+def health(device: str) -> dict:
+    """The sandbox's `health` job: a sum the device must get right (a poisoned context fails it)."""
+    import torch
+
+    from .compile import first_line
+
+    try:
+        x = torch.arange(1 << 20, device=device, dtype=torch.float32)
+        total = float(x.sum())
+        if device == "cuda":
+            torch.cuda.synchronize()
+        ok = total == float((1 << 20) * ((1 << 20) - 1) / 2)
+        return {"status": "ok" if ok else "failed", "reason": "" if ok else f"sum was {total}"}
+    except Exception as exc:  # a poisoned context shows up here
+        return {"status": "failed", "reason": first_line(str(exc))}

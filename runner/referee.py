@@ -100,7 +100,21 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
             failure = [index, None if err == math.inf else err]
     if passed and not checked:
         raise Unusable("the candidate's sandbox sent no output of a timed call")
-    return {"correctness": correctness, "replay": {"failure": failure, "checked": checked}}
+    swapped, swaps = None, 0
+    for swap in shipped.get("swaps") or []:
+        kept, into = sets.get(swap.get("set")), swap.get("into")
+        if kept is None or not isinstance(into, int) or into == swap.get("set") \
+                or not 0 <= into < int(made["set_count"]):
+            raise Unusable("a swapped call names inputs it was not given")
+        err, _ = _compare(swap.get("outputs"), kept["truths"], expected, outputs, truths, atol, rtol)
+        swaps += 1
+        ref_err = math.inf if kept["ref_err"] is None else float(kept["ref_err"])
+        if swapped is None and not passes(err, ref_err):
+            swapped = [swap["set"], into, None if err == math.inf else err]
+    if passed and not swaps and made.get("swappable"):
+        raise Unusable("the candidate's sandbox sent no swapped call")
+    return {"correctness": correctness, "replay": {"failure": failure, "checked": checked},
+            "swap": {"failure": swapped, "checked": swaps}}
 
 
 def _compare(got, truth_entries, expected, outputs, truths, atol, rtol) -> tuple[float, float]:

@@ -126,6 +126,7 @@ EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "c
 FLAG_KEYS = ("cudnn.benchmark", "cudnn.allow_tf32", "cuda.matmul.allow_tf32", "float32_matmul_precision")
 MAX_TRIALS = 64
 MAX_CALLS = 256
+MAX_SWAPS = 8  # runner/replay.py's IdentitySwap.LIMIT
 DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
 TIMING_KEYS = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms")
 
@@ -182,7 +183,7 @@ def _exchange(raw) -> dict | None:
     entry is checked against the memory itself by the trusted judge (exchange.Reader)."""
     if raw is None:
         return None
-    raw = _dict(raw, "exchange", ("distributions", "calls", "timed_calls"))
+    raw = _dict(raw, "exchange", ("distributions", "calls", "swaps", "timed_calls"))
     for row in _list(raw.get("distributions"), "exchange.distributions", MAX_DISTRIBUTIONS):
         row = _dict(row, "exchange.distributions[]", ("name", "trials"))
         _text(row.get("name"), "exchange.distributions[].name", 64)
@@ -193,6 +194,11 @@ def _exchange(raw) -> dict | None:
         _integer(call.get("call"), "exchange.calls[].call", 0, 10**7)
         _integer(call.get("set"), "exchange.calls[].set", 0, 10**4)
         _entries(call.get("outputs"), "exchange.calls[].outputs")
+    for swap in _list(raw.get("swaps", []), "exchange.swaps", MAX_SWAPS):
+        swap = _dict(swap, "exchange.swaps[]", ("set", "into", "outputs"))
+        _integer(swap.get("set"), "exchange.swaps[].set", 0, 10**4)
+        _integer(swap.get("into"), "exchange.swaps[].into", 0, 10**4)
+        _entries(swap.get("outputs"), "exchange.swaps[].outputs")
     _integer(raw.get("timed_calls"), "exchange.timed_calls", 0, MAX_SAMPLES)
     return raw
 
@@ -206,7 +212,7 @@ def truths(raw) -> dict:
     """The problem's sandbox's truths (truths.py): the form of what the judge reads; the entries
     themselves are checked against the memory by the trusted judge."""
     raw = _dict(raw, "the truths", ("status", "reason", "log", "atol", "rtol", "expected", "distributions", "sets",
-                                    "set_count", "phases"))
+                                    "set_count", "swappable", "phases"))
     status = raw.get("status")
     if status not in ("ok", "invalid", "oom"):
         raise Malformed(f"status {str(status)[:40]!r} is not a truths status")
@@ -236,6 +242,7 @@ def truths(raw) -> dict:
         _number(kept.get("ref_err"), "sets[].ref_err", optional=True)
         _entries(kept.get("truths"), "sets[].truths")
     _integer(raw.get("set_count"), "set_count", 1, 10**4)
+    raw["swappable"] = bool(_bool(raw.get("swappable", False), "swappable"))
     phases = _dict(raw.get("phases") or {}, "phases", ("truths_wait_s", "truths_s"))
     raw["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
     return {**raw, "atol": _number(raw.get("atol"), "atol"), "rtol": _number(raw.get("rtol"), "rtol"), **clean}

@@ -49,6 +49,8 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
                                                                                   atol, rtol)),
                           "truths": _store(writer, f"set/{index}", truths, expected, secret)})
             del truths
+        # the candidate must send a swapped call (replay.IdentitySwap) where the kept sets allow one
+        swappable = len(sets) > 1 and replay.same_form(sets[0], sets[1])
         phases = {"truths_wait_s": granted - asked, "truths_s": time.monotonic() - granted}
         if job.get("paired"):  # within the candidate's device time, not the truths'
             _eager_blocks(channel, reference, sets)
@@ -57,7 +59,8 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
     except Exception as exc:
         return jobs.failed_problem(exc, "the reference failed to run")
     return {"status": "ok", "reason": "", "atol": atol, "rtol": rtol, "expected": expected,
-            "distributions": distributions, "sets": timed, "set_count": set_count, "phases": phases}
+            "distributions": distributions, "sets": timed, "set_count": set_count, "swappable": swappable,
+            "phases": phases}
 
 
 def _eager_blocks(channel, reference, sets: list) -> None:

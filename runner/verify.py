@@ -177,6 +177,41 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 # --- what forward runs ------------------------------------------------------------------
 
+class Swallowed:
+    """The first exception raised in the kernel's own code during one call and handled there (a
+    `try: kernel() except: <PyTorch>` fallback), as "line N: Type: message". sys.settrace, on the
+    recorded calls only: the kernel's frames alone get a local tracer, without line events."""
+
+    IGNORED = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.found: str | None = None
+
+    def __enter__(self) -> "Swallowed":
+        self.previous = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        sys.settrace(self.previous)
+        if exc_type is not None:  # it was not swallowed: the call failed with it
+            self.found = None
+
+    def _call(self, frame, event, arg):
+        if frame.f_code.co_filename != self.filename:
+            return None
+        frame.f_trace_lines = False
+        return self._local
+
+    def _local(self, frame, event, arg):
+        if event == "exception" and self.found is None and not issubclass(arg[0], self.IGNORED):
+            text = str(arg[1]).strip().splitlines()
+            message = f"{arg[0].__name__}: {text[0][:160]}" if text else arg[0].__name__
+            self.found = f"line {frame.f_lineno}: {message}"
+        return self._local
+
+
 class OpRecorder(TorchDispatchMode):
     """Records the aten ops dispatched while active (also those an extension calls)."""
 

@@ -30,6 +30,8 @@ def test_corpus_verdict(case, request):
         assert result["reason"], "a verdict against a kernel must say why"
     if result["quarantined"]:
         assert result["quarantine_reason"]
+    if case.get("advised"):  # decided by the run, with the static finding said beside the verdict
+        assert result["advisories"], describe(result)
     if case["kind"] == "honest":
         assert result["timing"]["median_ms"] > 0
         assert result["correctness"]["passed"] is True

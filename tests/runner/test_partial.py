@@ -67,7 +67,7 @@ def test_partial_replacement_is_one_finding_naming_the_ops_with_its_code():
     assert [f.code for f in found] == [findings.PARTIAL], found
     assert "uses PyTorch for relu;" in found[0].reason
     assert "allowed when the search allows library calls" in found[0].reason
-    assert found[0].status == "rejected"
+    assert found[0].status == "advisory"  # the run decides: the op recorder names what PyTorch computed
 
 
 def test_partial_replacement_passes_with_library_calls():

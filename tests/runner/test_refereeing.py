@@ -13,23 +13,25 @@ from runner.refereeing import Referees
 TRUTH = torch.linspace(-1, 1, 64)
 
 
-def request(output: torch.Tensor) -> tuple[dict, int, int]:
+def request(output: torch.Tensor, swapped: torch.Tensor | None = None, swappable: bool = False
+            ) -> tuple[dict, int, int]:
     truths_fd, outputs_fd = exchange.create(), exchange.create()
     truth = exchange.Writer(truths_fd).put("t", TRUTH)
     writer = exchange.Writer(outputs_fd)
     trial, call = writer.put("trial", output), writer.put("call", output)
+    swaps = [] if swapped is None else [{"set": 0, "into": 1, "outputs": [writer.put("swap", swapped)]}]
     for fd in (truths_fd, outputs_fd):
         exchange.seal(fd)
     made = {"atol": 1e-5, "rtol": 1e-5, "expected": [{"shape": [64], "dtype": "float32"}], "set_count": 2,
             "distributions": [{"name": "get_inputs", "skipped": False, "trials": [{"ref_err": 0.0, "truths": [truth]}]}],
-            "sets": [{"index": 0, "ref_err": 0.0, "truths": [truth]}]}
+            "sets": [{"index": 0, "ref_err": 0.0, "truths": [truth]}], "swappable": swappable}
     shipped = {"distributions": [{"name": "get_inputs", "trials": [[trial]]}],
-               "calls": [{"call": 0, "set": 0, "outputs": [call]}]}
+               "calls": [{"call": 0, "set": 0, "outputs": [call]}], "swaps": swaps}
     return {"truths": made, "outputs": shipped}, truths_fd, outputs_fd
 
 
-def judged(referees: Referees, output: torch.Tensor) -> dict:
-    body, truths_fd, outputs_fd = request(output)
+def judged(referees: Referees, output: torch.Tensor, **swap) -> dict:
+    body, truths_fd, outputs_fd = request(output, **swap)
     try:
         return referees.judge(body, truths_fd, outputs_fd, timeout=120)
     finally:
@@ -60,3 +62,13 @@ def test_each_judge_compares_and_one_busy_judge_does_not_hold_up_the_other(refer
         right, wrong = side.map(lambda out: judged(referees, out), [TRUTH.clone(), TRUTH + 0.5])
     assert right["correctness"]["passed"]
     assert not wrong["correctness"]["passed"] and wrong["replay"]["failure"][0] == 0
+
+
+def test_a_swapped_call_is_judged_against_the_data_written_and_required_where_the_sets_allow_one(referees):
+    """runner/replay.py's IdentitySwap: set 0's data in set 1's storages must give set 0's truth."""
+    assert judged(referees, TRUTH.clone(), swapped=TRUTH.clone(), swappable=True)["swap"] == {
+        "failure": None, "checked": 1}
+    stale = judged(referees, TRUTH.clone(), swapped=TRUTH + 0.5, swappable=True)["swap"]
+    assert stale["failure"][:2] == [0, 1] and stale["failure"][2] > 1
+    assert "sent no swapped call" in judged(referees, TRUTH.clone(), swappable=True)["unusable"]
+    assert judged(referees, TRUTH.clone())["swap"] == {"failure": None, "checked": 0}  # no two sets alike: none owed

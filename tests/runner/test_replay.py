@@ -171,7 +171,7 @@ def test_static_output_buffer_is_correct(cpu_pool):
 def test_untimed_recorded_calls_are_spread_through_the_loop():
     seen = []
     late = replay.LateReplay(check_against(lambda x: x[0] * 2))
-    late.untimed = lambda inputs: seen.append(int(inputs[0][0]))  # the call whose inputs it got
+    late.untimed = lambda i, inputs: seen.append(int(inputs[0][0]))  # the call whose inputs it got
     for i in range(500):
         x = [torch.full((4,), float(i))]
         late.see(i, x, x[0] * 2)

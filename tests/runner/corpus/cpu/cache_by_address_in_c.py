@@ -1,0 +1,70 @@
+"""Cheat (caches results across calls): a table in C keyed by the input's address returns the output
+stored for that address; the timed loop's fixed input sets always hit it. Invisible to the static
+checks: only writing other data into the same storage (the identity swap) tells it from honest work."""
+
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+C_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+
+#define SLOTS 64
+static const float *keys[SLOTS];
+static float *values[SLOTS];
+
+static void compute(const float *x, float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; ++c) { float e = expf(xr[c] - m); yr[c] = e; s += e; }
+        for (int64_t c = 0; c < cols; ++c) yr[c] = (float)(yr[c] / s);
+    }
+}
+
+void softmax_rows(const float *x, float *y, int64_t rows, int64_t cols) {
+    size_t bytes = sizeof(float) * rows * cols;
+    int64_t slot = ((uintptr_t)x >> 6) % SLOTS;
+    if (keys[slot] == x && values[slot]) { memcpy(y, values[slot], bytes); return; }
+    compute(x, y, rows, cols);
+    if (!values[slot]) values[slot] = malloc(bytes);
+    memcpy(values[slot], y, bytes);
+    keys[slot] = x;
+}
+"""
+
+
+def build(source: str, *flags: str) -> ctypes.CDLL:
+    """Compile C source into a shared library in a fresh temp folder and load it."""
+    folder = tempfile.mkdtemp()
+    c_path = os.path.join(folder, "kernel.c")
+    so_path = os.path.join(folder, "kernel.so")
+    with open(c_path, "w") as f:
+        f.write(source)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", *flags, c_path, "-o", so_path, "-lm"],
+                   check=True, capture_output=True, text=True)
+    return ctypes.CDLL(so_path)
+
+LIB = build(C_SOURCE)
+LIB.softmax_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        LIB.softmax_rows(x.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1])
+        return out
