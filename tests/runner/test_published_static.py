@@ -1,0 +1,214 @@
+"""The published corpus (tests/runner/published: KernelBench solutions released by others, with their
+licenses) through the static checks in library mode, on the CPU.
+
+Every kernel is labelled by hand in the manifest: "honest" (computes this call's result from its inputs
+on the timed stream; library calls, flags, fallbacks and CUDA graphs replayed on copied inputs included)
+or "hack" (named). An honest kernel must not be refused before it runs, except the ones listed in
+KNOWN_FALSE_REFUSALS below, each with the refusal it gets today; that list is a ratchet: an entry that
+is no longer refused fails the test until it is removed. Hacks are only recorded (most are caught at
+run time, not here). The full verdicts come from scripts/gpu_published.py on a GPU host.
+
+    pytest tests/runner/test_published_static.py -s     # prints the table
+"""
+
+import collections
+import functools
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from runner.checks import check_findings
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLISHED = Path(__file__).resolve().parent / "published"
+MANIFEST = json.loads((PUBLISHED / "manifest.json").read_text())
+KERNELS = {k["file"]: k for k in MANIFEST["kernels"]}
+SOURCES = {s["slug"]: s for s in MANIFEST["sources"]}
+TECHNIQUES = {"backend_flags", "fallback", "cuda_graph", "torch_C", "environ", "partial", "library_calls"}
+BACKENDS = {"cuda", "triton", "cupy", "torch"}
+
+_C = "kernels/cuda_l1/"
+_T = "kernels/technoabsurdist_kernelbench/"
+_H = "kernels/hzeng2000_kernelbench/"
+
+# Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false".
+# Grouped as in the refusal text: flags (cuDNN/SDP flags read as monkey-patching), stream (a side stream
+# created but unused or synchronized), state (attributes read as inputs kept across calls: CUDA-graph
+# static buffers, chosen algorithm names, traced models, the reference's own RNN state), torch_C
+# (PyTorch internals), environ (non-compiler environment variables), dynamo, model_copy, seed.
+KNOWN_FALSE_REFUSALS = {
+    _C + "level1_1_Square_matrix_multiplication___cuda_l1.py":
+        "state: 'stores the input A in self.best_method'; it holds the name of the matmul picked by timing",
+    _C + "level1_7_Matmul_with_small_K_dimension___cuda_l1.py":
+        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
+    _C + "level1_10_3D_tensor_matrix_multiplication__cuda_l1.py":
+        "environ: 'writes os.environ[TORCH_CUDA_VERBOSE]'; a logging switch set before its build",
+    _C + "level1_22_Tanh__cuda_l1.py":
+        "stream: 'calls cupy.cuda.Stream'; the CuPy stream is synchronized before forward returns",
+    _C + "level1_54_conv_standard_3D__square_input__square_kernel__cuda_l1.py":
+        "flags: 'assigns torch.backends.cudnn.deterministic'; set to False, PyTorch's default",
+    _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
+        "flags: 'assigns torch.backends.cudnn.workspace_limit'; behind hasattr, an attribute PyTorch lacks",
+    _C + "level1_70_conv_transposed_3D__asymmetric_input__square_kernel__cuda_l1.py":
+        "state: 'stores the input x in self.best_algo'; the name of the algorithm picked by timing",
+    _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
+        "stream: 'calls torch.cuda.Stream'; per-group streams, then torch.cuda.synchronize() before the cat",
+    _C + "level1_90_cumprod__cuda_l1.py":
+        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
+    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1.py":
+        "dynamo: 'assigns torch._dynamo.config.cache_size_limit'; configuring its own torch.compile",
+    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1_v2.py":
+        "environ: 'writes os.environ[PYTORCH_CUDA_ALLOC_CONF]'; an allocator split-size setting",
+    _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
+        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs",
+    _C + "level2_24_Conv3d_Min_Softmax__cuda_l1.py":
+        "torch_C: 'uses torch._C'; toggles TorchScript fuser flags",
+    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1.py":
+        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
+    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1_v2.py":
+        "stream: 'calls torch.cuda.Stream'; never used; CUDA graphs replay on copied inputs",
+    _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1.py":
+        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
+    _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1_v2.py":
+        "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
+    _C + "level2_49_ConvTranspose3d_Softmax_Sigmoid__cuda_l1.py":
+        "environ: 'writes os.environ[CUDA_MODULE_LOADING]'; LAZY module loading",
+    _C + "level2_54_Conv2d_Multiply_LeakyReLU_GELU__cuda_l1.py":
+        "state: 'stores the input x in self.jit_model'; a torch.jit.trace'd module, run on every input",
+    _C + "level2_62_Matmul_GroupNorm_LeakyReLU_Sum__cuda_l1.py":
+        "torch_C: 'uses torch._C._jit_set_profiling_executor'; TorchScript executor flags",
+    _C + "level2_99_Matmul_GELU_Softmax__cuda_l1.py":
+        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
+    _C + "level3_6_GoogleNetInceptionModule__cuda_l1.py":
+        "state: 'stores the input x in self.cached_tensors'; a per-call dict, cleared at the start and end",
+    _C + "level3_8_ResNetBasicBlock__cuda_l1.py":
+        "state: 'stores the input conv in self.groups'; conv.groups, an int, at init",
+    _C + "level3_9_ResNet18__cuda_l1.py":
+        "flags: 'assigns torch.backends.cudnn.enabled'; set to True, the default",
+    _C + "level3_15_DenseNet121__cuda_l1.py":
+        "state: 'stores the output static_input in self._static_inputs'; CUDA graph buffers per shape",
+    _C + "level3_20_MobileNetV2__cuda_l1.py":
+        "state: 'stores the input x in self._static_input'; a CUDA graph's static input, copy_'d every call",
+    _C + "level3_22_EfficientNetB0__cuda_l1.py":
+        "torch_C: 'uses torch._C._jit_set_profiling_mode'; TorchScript profiling flags",
+    _C + "level3_23_EfficientNetB1__cuda_l1.py":
+        "state: 'stores the input out_channels in self.project_bn'; a BatchNorm2d built at init",
+    _C + "level3_28_VisionTransformer__cuda_l1.py":
+        "model_copy: 'uses the reference class Model'; its own copy, only to reproduce the parameter init",
+    _C + "level3_28_VisionTransformer__cuda_l1_v2.py":
+        "state: 'stores the input img in self.static_input'; a CUDA graph's static input, copy_'d every call",
+    _C + "level3_31_VisionAttention__cuda_l1.py":
+        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
+    _C + "level3_34_VanillaRNNHidden__cuda_l1.py":
+        "state: 'stores the input x in self.hidden'; the RNN state the reference model itself keeps",
+    _C + "level3_41_GRUBirectional__cuda_l1.py":
+        "flags: 'assigns torch.backends.cudnn.workspace_limit'; not a PyTorch flag, no effect",
+    _T + "level3_33_VanillaRNN__opus41.py":
+        "state: 'stores the input x in self.hidden'; the RNN state the reference model itself keeps",
+    _T + "level3_6_GoogleNetInceptionModule__gemini25pro.py":
+        "model_copy: 'inherits from the reference Model'; subclasses its own in-file copy of Model",
+    _H + "level2_83_Conv3d_GroupNorm_Min_Clamp_Dropout__kimi_k2.py":
+        "seed: 'calls torch.seed'; draws the dropout seed of its Triton kernel (reseeds the global RNG)",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _source(path: str) -> str:
+    return Path(path).read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def judged(file: str):
+    kernel = KERNELS[file]
+    return check_findings(_source(str(PUBLISHED / file)), reference_source=_source(str(REPO / kernel["problem_path"])),
+                          allow_library=True, device="cuda")
+
+
+def refusals(file: str):
+    return [f for f in judged(file) if not f.advisory]
+
+
+# --- the manifest ---------------------------------------------------------------------------------
+
+def test_manifest_lists_at_least_100_kernels_over_three_levels():
+    levels = collections.Counter(k["level"] for k in MANIFEST["kernels"])
+    assert len(KERNELS) == len(MANIFEST["kernels"]) >= 100  # no file listed twice
+    assert set(levels) == {1, 2, 3}
+    assert levels[1] >= 30 and levels[2] >= 30 and levels[3] >= 15, levels
+
+
+def test_every_source_has_its_license_file():
+    assert MANIFEST["about"]
+    for source in MANIFEST["sources"]:
+        assert {"slug", "repository", "commit", "license", "license_url_or_path", "notes"} <= set(source), source
+        assert source["license"] in {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "CC-BY-4.0"}, source
+        text = (PUBLISHED / source["license_url_or_path"]).read_text()
+        assert "Permission is hereby granted" in text or "Licensed under" in text or "Attribution" in text
+    assert (PUBLISHED / "README.md").is_file()
+
+
+@pytest.mark.parametrize("file", sorted(KERNELS))
+def test_kernel_entry_is_complete_and_the_file_unchanged(file):
+    kernel = KERNELS[file]
+    assert kernel["source"] in SOURCES
+    assert (PUBLISHED / file).is_file()
+    assert hashlib.sha256((PUBLISHED / file).read_bytes()).hexdigest() == kernel["sha256"]
+    problem = REPO / kernel["problem_path"]
+    assert problem.is_file() and problem.name == kernel["problem"]
+    assert kernel["problem_path"].startswith(("tests/fixtures/kernelbench/", "tests/runner/published/problems/"))
+    assert f"level{kernel['level']}/" in kernel["problem_path"]
+    assert kernel["level"] in (1, 2, 3) and kernel["backend"] in BACKENDS
+    assert set(kernel["techniques"]) <= TECHNIQUES
+    assert kernel["label"] in ("honest", "hack")
+    assert (kernel["hack"] is None) == (kernel["label"] == "honest")
+    assert kernel["hack"] is None or re.fullmatch(r"[a-z_]+", kernel["hack"])
+    assert kernel["reason"].strip()
+    assert "class ModelNew" in _source(str(PUBLISHED / file))
+
+
+def test_known_false_refusals_name_honest_kernels_of_the_manifest():
+    for file in KNOWN_FALSE_REFUSALS:
+        assert file in KERNELS, f"{file} is not in the manifest"
+        assert KERNELS[file]["label"] == "honest", f"{file} is labelled hack; hacks are not listed here"
+
+
+# --- the static checks, library mode --------------------------------------------------------------
+
+@pytest.mark.parametrize("file", sorted(f for f, k in KERNELS.items() if k["label"] == "honest"))
+def test_honest_kernel_is_not_refused_statically(file):
+    refused = refusals(file)
+    if file in KNOWN_FALSE_REFUSALS:
+        assert refused, (f"{file} is no longer refused: remove it from KNOWN_FALSE_REFUSALS "
+                         f"({KNOWN_FALSE_REFUSALS[file]})")
+        return
+    assert not refused, f"{file} ({KERNELS[file]['reason']}) is refused: {refused[0].code}: {refused[0].reason}"
+
+
+def test_static_table(capsys):
+    """One row a kernel (label, hack, verdict, first refusal); the counts of refusals by text. Records only:
+    hacks are not asserted here."""
+    rows, groups = [], collections.Counter()
+    for file, kernel in KERNELS.items():
+        refused = refusals(file)
+        text = re.sub(r"^line \d+: ", "", refused[0].reason) if refused else ""
+        verdict = "refused" if refused else "passes"
+        if refused:
+            kind = "false refusal" if kernel["label"] == "honest" else "hack caught"
+            groups[(kind, re.sub(r"\b(input|output) \w+ in self\.\w+", r"\1 _ in self._",
+                                 re.sub(r"(os\.environ|torch\.backends|torch\._C)[\w.\[\]']*", r"\1...", text))[:90])] += 1
+        rows.append((kernel["label"], kernel["hack"] or "", verdict, Path(file).name[:64], text[:90]))
+    with capsys.disabled():
+        print(f"\n{'label':6} {'hack':15} {'verdict':8} {'kernel':64} first refusal")
+        for row in sorted(rows):
+            print(f"{row[0]:6} {row[1]:15} {row[2]:8} {row[3]:64} {row[4]}")
+        print("\nrefusals by text:")
+        for (kind, text), count in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[1])):
+            print(f"{count:3}  {kind:13}  {text}")
+        honest = [r for r in rows if r[0] == "honest"]
+        hacks = [r for r in rows if r[0] == "hack"]
+        print(f"\nhonest: {len(honest)}, refused {sum(r[2] == 'refused' for r in honest)}; "
+              f"hack: {len(hacks)}, refused {sum(r[2] == 'refused' for r in hacks)}")
+    assert len(rows) == len(KERNELS)
