@@ -8,10 +8,12 @@ Prompts (proposers/prompts.py): a stable system prompt plus the problem as a sec
 system block (prompt caching: every call of a search shares it), then one user message per task.
 
 Replies come as tool calls (prompts.IDEAS_TOOL, prompts.KERNEL_TOOL: a JSON schema each), forced
-unless effort is set (the API then refuses a forced tool, so the model may choose); a text reply
+unless effort or thinking is set (the API then refuses a forced tool, so the model may choose; with
+thinking the call streams, and its reasoning heads the stored reply); a text reply
 falls back to a JSON list of ideas or a ```python block. An unusable reply is asked for once
-more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel. Retries: the SDK's own (429, 5xx, timeouts, with backoff and
-retry-after) and then ours, a few more with longer waits, before giving up with ProposerError.
+more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel.
+Retries are ours, not the SDK's (`_send`): at most two on a timeout, more on 429/5xx/529 with the
+wait the API asks for shared through the key's gate (proposers/base.Gate), then ProposerError.
 """
 
 import json
@@ -26,20 +28,23 @@ import anthropic
 from django.conf import settings
 
 from . import pack, prompts
-from .base import Exchange, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError
+from .base import Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError
 
 log = logging.getLogger(__name__)
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
-RETRYABLE = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
+# Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
+BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
+CONNECT_TIMEOUT_S = 10.0
+RETRY_AFTER_MAX_S = 600.0
 
 
 class AnthropicProposer(Proposer):
     name = "anthropic"
 
-    def __init__(self, *, model: str = "", effort: str = "", max_retries: int = 2, extra_retries: int = 3,
+    def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
-                 timeout: float | None = None):
+                 timeout: float | None = None, gate: Gate | None = None, thinking: int = 0):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -48,14 +53,25 @@ class AnthropicProposer(Proposer):
             raise ProposerError(f"Unknown effort {effort!r}: use one of {', '.join(EFFORTS)}.")
         self.model = model or settings.ANTHROPIC_MODEL
         self.effort = effort
-        self.extra_retries = extra_retries
+        self.thinking = thinking  # budget_tokens of extended thinking; 0: none
+        self.timeout_retries, self.busy_retries = timeout_retries, busy_retries
         self.backoff_seconds = backoff_seconds
         self.ideas_max_tokens = ideas_max_tokens
         self.kernel_max_tokens = kernel_max_tokens
+        self.gate = gate or Gate()
+        self.closed = False
+        self.timeout = timeout if timeout is not None else settings.ANTHROPIC_TIMEOUT
+        # Retries are ours (below), so that a pause the API asks for reaches every caller of the key.
         self.client = anthropic.Anthropic(
-            api_key=api_key, base_url=settings.ANTHROPIC_BASE_URL or None, max_retries=max_retries,
-            timeout=timeout if timeout is not None else settings.ANTHROPIC_TIMEOUT,
+            api_key=api_key, base_url=settings.ANTHROPIC_BASE_URL or None, max_retries=0,
+            timeout=anthropic.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S)),
         )
+
+    def close(self) -> None:
+        """Close the connections: calls in flight on other threads fail at once and are not tried again
+        (a paused or cancelled search)."""
+        self.closed = True
+        self.client.close()
 
     # --- the four requests -------------------------------------------------------------------------
 
@@ -120,28 +136,21 @@ class AnthropicProposer(Proposer):
         exchange = Exchange(prompt=prompt_text, model=self.model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
-        choice = {"type": "auto"} if self.effort else {"type": "tool", "name": tool["name"]}
+        choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
         request = {"model": self.model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
                    "tool_choice": choice, "messages": [{"role": "user", "content": task}]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
+        if self.thinking:  # the budget comes on top of the reply's own tokens (it must stay below max_tokens)
+            request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+            request["max_tokens"] = max_tokens + self.thinking
         started = time.monotonic()
-        attempt = 0
-        while True:
-            try:
-                message = self.client.messages.create(**request)
-                break
-            except RETRYABLE as exc:
-                attempt += 1
-                if attempt > self.extra_retries:
-                    exchange.duration_s = time.monotonic() - started
-                    raise ProposerError(f"the Anthropic API kept failing ({_describe(exc)})", exchange) from exc
-                wait = self.backoff_seconds * (2 ** (attempt - 1)) * (0.75 + random.random() / 2)
-                log.warning("anthropic: %s; retrying in %.1f s", _describe(exc), wait)
-                time.sleep(wait)
-            except anthropic.APIStatusError as exc:  # 400, 401, 403, 404...: retrying will not help
-                exchange.duration_s = time.monotonic() - started
-                raise ProposerError(f"the Anthropic API refused the request ({_describe(exc)})", exchange) from exc
+        try:
+            message = self._send(request)
+        except ProposerError as exc:
+            exchange.duration_s = time.monotonic() - started
+            exc.exchange = exchange
+            raise
         exchange.duration_s = time.monotonic() - started
         usage = message.usage
         exchange.model = message.model or self.model
@@ -150,11 +159,65 @@ class AnthropicProposer(Proposer):
         exchange.cache_read_tokens = usage.cache_read_input_tokens or 0
         exchange.cache_write_tokens = usage.cache_creation_input_tokens or 0
         text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
+        thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
                            if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
         exchange.reply = text if tool_input is None else (
             (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
+        if thought:  # the model's reasoning before its reply, kept with the exchange people read
+            exchange.reply = f"[thinking]\n{thought}\n\n" + exchange.reply
         return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange)
+
+
+    def _send(self, request: dict):
+        """One request through the key's gate: a timeout is tried again at most `timeout_retries`
+        times; a rate limit, overload or server error up to `busy_retries` times, waiting what the
+        API asks (retry-after: every caller of the key waits it) or a growing backoff."""
+        timeouts = busy = 0
+        while True:
+            if self.closed:
+                raise ProposerError("the call was abandoned: its search stopped")
+            self.gate.wait()
+            try:
+                with self.gate.slot():
+                    if not request.get("thinking"):
+                        return self.client.messages.create(**request)
+                    with self.client.messages.stream(**request) as stream:  # long replies arrive as a stream
+                        return stream.get_final_message()
+            except anthropic.APITimeoutError as exc:
+                timeouts += 1
+                if timeouts > self.timeout_retries:
+                    raise ProposerError(f"the Anthropic API did not answer within {self.timeout:g} s, {timeouts} times "
+                                        "in a row") from exc
+                log.warning("anthropic: no answer within %g s; trying again", self.timeout)
+            except BUSY as exc:
+                busy += 1
+                if self.closed:
+                    raise ProposerError("the call was abandoned: its search stopped") from exc
+                if busy > self.busy_retries:
+                    raise ProposerError(f"the Anthropic API kept failing ({_describe(exc)})") from exc
+                asked = _retry_after(exc)
+                wait = asked if asked is not None else (
+                    self.backoff_seconds * (2 ** (busy - 1)) * (0.75 + random.random() / 2))
+                log.warning("anthropic: %s; trying again in %.1f s", _describe(exc), wait)
+                if asked is not None and getattr(exc, "status_code", None) in (429, 529):
+                    self.gate.pause(wait)  # the key's other callers wait too
+                else:
+                    time.sleep(wait)
+            except anthropic.APIStatusError as exc:  # 400, 401, 403, 404...: retrying will not help
+                raise ProposerError(f"the Anthropic API refused the request ({_describe(exc)})") from exc
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The wait the API asked for (retry-after-ms, retry-after in seconds), at most RETRY_AFTER_MAX_S."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return min(float(headers[name]) / scale, RETRY_AFTER_MAX_S)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
 
 
 @dataclass

@@ -15,6 +15,26 @@ class ProposerError(Exception):
         self.exchange = exchange
 
 
+class Gate:
+    """Admission of one API key's calls, shared by every caller of the key (the engine's is in the
+    database: searches/engine/gate.py). This one admits everything: a proposer used on its own."""
+
+    def slot(self):
+        """A context manager holding one of the key's in-flight places for a call."""
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def wait(self) -> None:
+        """Return once the key is not paused."""
+
+    def pause(self, seconds: float) -> None:
+        """The API said to wait (429, 529 with retry-after): every caller of the key waits (here the one)."""
+        import time
+
+        time.sleep(seconds)
+
+
 @dataclass
 class Exchange:
     """What one proposer call cost and said: stored as a ProposerCall."""
@@ -62,6 +82,7 @@ class KernelContext:
     log: str = ""  # the compile log or the stderr tail of its evaluation
     speedup_vs_parent: float | None = None
     paired_eager_ms: float | None = None  # CPU: the eager time its speedup was measured against, timed beside it
+    notes: tuple[str, ...] = ()  # the runner's advisories and notes (a fallback that ran): said, not verdicts
 
 
 @dataclass

@@ -192,6 +192,9 @@ def kernel_block(name: str, kernel: KernelContext | None) -> str:
     text = f"Kernel #{kernel.id}{idea}; verdict: {pack.verdict_summary(kernel)}.\n{fence(name, kernel.source)}"
     if kernel.reason:
         text += f"\nVerdict details:\n{fence(name + '_verdict', kernel.reason[:2000])}"
+    if kernel.notes:
+        text += ("\nThe runner's notes on it (advice, not the verdict):\n"
+                 f"{fence(name + '_notes', chr(10).join('- ' + n for n in kernel.notes))}")
     return text
 
 

@@ -268,7 +268,8 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
     if not result["correctness"]["passed"]:
         worst = next(r for r in rows if r["passed"] is False)
         result.update(status="incorrect", reason=findings.wrong_outputs(worst["name"], worst["err"],
-                                                                      worst["ref_fp32_err"], worst["max_abs_err"]))
+                                                                      worst["ref_fp32_err"], worst["max_abs_err"],
+                                                                      worst.get("mismatch")))
         return
     if failure:
         result.update(status="incorrect", reason=f"timed call {failure[0]} of {shipped['timed_calls']} returned a "

@@ -456,9 +456,11 @@ class Shipper:
         truths = truth(self.truth_model, self.reference, inputs)
         ref_err = reference_err(self.reference, inputs, truths, atol, rtol)
         err, abs_err = verify.compare(outs, truths, atol, rtol)
+        if not verify.passes(err, ref_err):  # the whole output, in its own process: where it is wrong may be said
+            found = next((m for o, t in zip(outs, truths) if (m := verify.mismatch(o, t, atol, rtol, whole=True))["wrong"]),
+                         None)
+            raise Verdict("incorrect", findings.wrong_outputs(name, err, ref_err, abs_err, found))
         del truths
-        if not verify.passes(err, ref_err):
-            raise Verdict("incorrect", findings.wrong_outputs(name, err, ref_err, abs_err))
 
 
 def _guard(guarded) -> None:

@@ -79,6 +79,8 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
             row["trials"] += 1
             row["err"], row["max_abs_err"] = max(row["err"], err), max(row["max_abs_err"], abs_err)
             row["ref_fp32_err"] = max(row["ref_fp32_err"], ref_err)
+            if row["passed"] and not passes(err, ref_err):  # the first failing trial's summary, for its author
+                row["mismatch"] = _mismatch(got[t], trial["truths"], expected, outputs, truths, atol, rtol)
             row["passed"] = row["passed"] and passes(err, ref_err)
         if row["skipped"] and row["trials"] == 0:
             row["passed"] = None
@@ -115,6 +117,20 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
         raise Unusable("the candidate's sandbox sent no swapped call")
     return {"correctness": correctness, "replay": {"failure": failure, "checked": checked},
             "swap": {"failure": swapped, "checked": swaps}}
+
+
+def _mismatch(got, truth_entries, expected, outputs, truths, atol, rtol) -> dict | None:
+    """verify.mismatch of the first output that is wrong; positions only for an output shipped whole."""
+    from .sampling import sampled, shipped_shape
+    from .verify import mismatch
+
+    for k, form in enumerate(expected):
+        shape = shipped_shape(form["shape"])
+        out = outputs.tensor(got[k], shape=shape, dtype=form["dtype"])
+        found = mismatch(out, truths.tensor(truth_entries[k], shape=shape), atol, rtol, whole=not sampled(form["shape"]))
+        if found["wrong"]:
+            return found
+    return None
 
 
 def _compare(got, truth_entries, expected, outputs, truths, atol, rtol) -> tuple[float, float]:

@@ -127,7 +127,8 @@ FLAG_KEYS = ("cudnn.benchmark", "cudnn.allow_tf32", "cuda.matmul.allow_tf32", "f
 MAX_TRIALS = 64
 MAX_CALLS = 256
 MAX_SWAPS = 8  # runner/replay.py's IdentitySwap.LIMIT
-DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason")
+DISTRIBUTION_KEYS = ("name", "trials", "err", "ref_fp32_err", "max_abs_err", "skipped", "passed", "skip_reason",
+                     "mismatch")
 TIMING_KEYS = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms")
 
 
@@ -274,6 +275,12 @@ def correctness(raw) -> dict | None:
             clean[key] = _number(row.get(key), f"{where}.{key}", optional=True, high=math.inf)
         if "skip_reason" in row:
             clean["skip_reason"] = _text(row["skip_reason"], f"{where}.skip_reason", 300)
+        if row.get("mismatch") is not None:
+            found = _dict(row["mismatch"], f"{where}.mismatch", ("wrong", "total", "nan", "inf", "pattern"))
+            clean["mismatch"] = {k: _integer(found.get(k), f"{where}.mismatch.{k}", 0, 1 << 50)
+                                 for k in ("wrong", "total", "nan", "inf")}
+            clean["mismatch"]["pattern"] = (None if found.get("pattern") is None
+                                            else _text(found["pattern"], f"{where}.mismatch.pattern", 80))
         if clean["passed"] and clean["err"] is not None and clean["ref_fp32_err"] is not None \
                 and clean["err"] > 1 and clean["err"] > 2 * clean["ref_fp32_err"]:
             raise Malformed(f"{where} says passed with err {clean['err']:.3g}")

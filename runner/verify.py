@@ -177,6 +177,28 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 # --- what forward runs ------------------------------------------------------------------
 
+def mismatch(out: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, *, whole: bool) -> dict:
+    """What is wrong in one output, for the kernel's author: how many elements are outside the tolerance,
+    NaN or infinite, and (`whole`: the entire output, not a sample whose positions must stay unsaid)
+    where: the last columns or rows when the wrong ones all sit there (an unwritten tail)."""
+    x, t = out.detach().to(torch.float64).reshape(-1), truth.detach().to(torch.float64).reshape(-1)
+    bad = ~torch.isclose(x, t, rtol=rtol, atol=atol, equal_nan=True)
+    found = {"wrong": int(bad.sum()), "total": int(bad.numel()), "nan": int(_isnan(x).sum()),
+             "inf": int(torch.isinf(x).sum()), "pattern": None}
+    if whole and found["wrong"] and out.dim() >= 2:
+        grid = bad.reshape(-1, out.shape[-1])
+        found["pattern"] = _tail(grid.any(0), "column") or _tail(grid.any(1), "row")
+    return found
+
+
+def _tail(hit: torch.Tensor, what: str) -> str | None:
+    """"the last 3 columns (of 512)" when exactly a tail of the axis holds every wrong element."""
+    count, wrong = hit.numel(), int(hit.sum())
+    if wrong == 0 or wrong == count or not bool(hit[count - wrong:].all()):
+        return None
+    return f"the last {what}" if wrong == 1 else f"the last {wrong} {what}s"
+
+
 class Swallowed:
     """The first exception raised in the kernel's own code during one call and handled there (a
     `try: kernel() except: <PyTorch>` fallback), as "line N: Type: message". sys.settrace, on the

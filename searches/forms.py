@@ -121,6 +121,9 @@ class SearchKnobs(forms.Form):
     model = forms.CharField(max_length=100, required=False, label="Model",
                             help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
     effort = forms.ChoiceField(choices=EFFORT_CHOICES, required=False, label="Effort (Anthropic)")
+    thinking_tokens = forms.IntegerField(min_value=0, max_value=64000, initial=0, required=False,
+                                         label="Thinking budget (tokens, Anthropic)",
+                                         help_text="The model reasons before each reply; 0: off, else at least 1024.")
     language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False, label="Kernel language",
                                  help_text="Stated in every prompt; it must fit the device.")
     rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
@@ -143,7 +146,7 @@ class SearchKnobs(forms.Form):
     def search_fields(self) -> dict:
         data = dict(self.cleaned_data)
         for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0),
-                             ("sol_stop_percent", 0)):
+                             ("sol_stop_percent", 0), ("thinking_tokens", 0)):
             if data.get(key) in (None, ""):
                 data[key] = default
         return data

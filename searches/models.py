@@ -124,7 +124,9 @@ class Search(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     proposer = models.CharField(max_length=16, choices=Proposer.choices, default=Proposer.PLAYBOOK)
     model = models.CharField(max_length=100, blank=True)  # LLM model name, when the proposer has one
-    effort = models.CharField(max_length=16, blank=True)  # LLM effort / thinking budget label
+    effort = models.CharField(max_length=16, blank=True)  # LLM effort label (output_config.effort)
+    # Extended thinking before each reply, in tokens (0: off; the API's least is 1024).
+    thinking_tokens = models.PositiveIntegerField(default=0)
     device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
 
     # The method's knobs: R rounds, B parents, I ideas per parent, K kernels per idea.
@@ -283,6 +285,11 @@ class Kernel(models.Model):
     call = models.ForeignKey(ProposerCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
     # Which of the idea's K implementations this is; null for seed, user, repair and fork kernels.
     variant = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The source as judged (searches/engine/dedup.py): a candidate whose source a kernel of the same
+    # search already had judged takes that verdict and is never run again.
+    source_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="duplicates")
 
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
@@ -320,8 +327,15 @@ class Kernel(models.Model):
             ),
         ]
 
+    # The verdict a kernel carries for the tree and the rankings (a fork's copy and a duplicate take it whole).
+    VERDICT_FIELDS = ("status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
+                      "speedup_vs_compile", "precision", "device_name", "verified", "evaluated_at")
+
     def __str__(self):
         return self.name or f"kernel {str(self.code)[:8]}"
+
+    def verdict(self) -> dict:
+        return {name: getattr(self, name) for name in self.VERDICT_FIELDS}
 
 
 class EvaluationJob(models.Model):
@@ -419,6 +433,20 @@ class Worker(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     current_job = models.ForeignKey(EvaluationJob, null=True, blank=True, on_delete=models.SET_NULL)
     jobs_done = models.PositiveIntegerField(default=0)
+
+
+class ApiKeyState(models.Model):
+    """One API key's shared admission (searches/engine/gate.py): who holds its in-flight places and
+    until when the API asked its callers to wait. The key is known only by a keyed hash."""
+
+    key = models.CharField(max_length=64)
+    slot = models.PositiveSmallIntegerField()
+    holder = models.CharField(max_length=64, blank=True, default="")
+    held_until = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(null=True, blank=True)  # kept on slot 0
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "slot"], name="api_key_slot_unique")]
 
 
 class SearchEvent(models.Model):

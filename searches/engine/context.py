@@ -11,23 +11,28 @@ from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.targets import target_facts
 
+from . import gate
+
 TRIED_IDEAS_SHOWN = 40
 REASON_CHARS = 600  # of each earlier attempt's reason in a repair turn
+NOTES_SHOWN, NOTE_CHARS = 4, 400  # the runner's notes on one kernel, as the model reads them
 FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
           Verdict.CRASHED, Verdict.OOM, Verdict.NO_CODE)
 
 
-_proposers: dict = {}
+def new_proposer(search: Search) -> Proposer:
+    """The search's proposer, its own (closing it abandons its calls in flight, no other search's)."""
+    options = {}
+    if search.proposer == Search.Proposer.ANTHROPIC:
+        options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
+                   "thinking": search.thinking_tokens, "gate": gate.for_environment()}
+    return get_proposer(search.proposer, **options)
 
 
-def proposer_for(search: Search) -> Proposer:
-    key = (search.proposer, search.model, search.effort, settings.ANTHROPIC_BASE_URL)
-    if key not in _proposers:
-        options = {}
-        if search.proposer == Search.Proposer.ANTHROPIC:
-            options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort}
-        _proposers[key] = get_proposer(search.proposer, **options)
-    return _proposers[key]
+def close_proposer(proposer: Proposer) -> None:
+    close = getattr(proposer, "close", None)
+    if close is not None:
+        close()
 
 
 def problem_context(search: Search) -> ProblemContext:
@@ -45,7 +50,7 @@ def bank(search: Search) -> list[KernelContext]:
     """The search's fastest correct kernels of the rounds before this one: fixed for a round, so
     the calls of a round share the cached prompt prefix."""
     kernels = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     round__lt=max(search.current_round, 1))
+                                     round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
                .select_related("idea", "parent").order_by("median_ms", "id")[:pack.BANK_KERNELS])
     return [kernel_context(k) for k in kernels]
 
@@ -66,7 +71,17 @@ def kernel_context(kernel: Kernel) -> KernelContext:
                            if parent and parent.median_ms and kernel.median_ms and kernel.status == Verdict.CORRECT
                            else None),
         paired_eager_ms=paired_eager_ms(result),
+        notes=runner_notes(result),
     )
+
+
+def runner_notes(result: dict) -> tuple[str, ...]:
+    """What the runner said beside its verdict: the static advisories the run decided, and a fallback
+    to PyTorch that ran (runner/findings.py)."""
+    notes = [str(a.get("reason") or "") for a in result.get("advisories") or [] if isinstance(a, dict)]
+    if result.get("fallback"):
+        notes.append(f"it {result['fallback']}")
+    return tuple(n[:NOTE_CHARS] for n in notes if n)[:NOTES_SHOWN]
 
 
 def paired_eager_ms(result: dict) -> float | None:

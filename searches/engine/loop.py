@@ -1,7 +1,8 @@
 """The search loop: pick parents, ask for ideas, fan out kernels, select survivors.
 
 A search is a resumable state machine. `advance(search_id)` (run by the django-q2 task
-`advance_search`) does one piece of work at a time until nothing is left to do right now:
+`advance_search`) does the work it has until nothing is left to do right now, its proposer calls
+many at a time (searches/engine/calls.py: each saved the moment it lands):
 
   round 0   the proposer's starting kernel (a fork starts at round 1 with its copied history)
   round r   for each parent chosen when the round started: ask for I ideas, each with K
@@ -22,7 +23,8 @@ unique key (idea slot, kernel variant, one repair per broken kernel, one startin
 re-running `advance` after a crash continues where it stopped and never duplicates. A lease on
 the search row keeps one orchestrator at a time; work that arrives while the lease is held
 sets `engine_kicked`, and the holder loops again before letting go. Proposer calls run outside
-any database transaction. Pause and cancel are honoured between steps.
+any database transaction, on worker threads. Pause and cancel are honoured between steps and, for
+calls in flight, within half a second (they are abandoned).
 """
 
 import logging
@@ -33,18 +35,16 @@ from django.db import DatabaseError, transaction
 
 from evaluation import queue
 from live import events
-from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
-from searches.models import Idea, Kernel, ProposerCall, Search, Verdict
+from proposers.base import ProposerError
+from searches.models import Idea, Kernel, Search, Verdict
 from searches.selectors.kernels import speed_of_light
 from searches.selectors.searches import search_planned_candidates
 
-from . import context, lease, records
+from . import calls, lease, records
 
 log = logging.getLogger(__name__)
 
-# Kernels the engine made itself (budgets count these; user kernels and fork copies are free).
-GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
-REPAIRABLE = GENERATED
+GENERATED = REPAIRABLE = records.GENERATED
 # Every verdict that says what went wrong gets repair turns; crashed, oom and no-code do not
 # (a signal or the memory limit tells the model little it can act on; no code has nothing to fix).
 REPAIR_VERDICTS = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR)
@@ -118,12 +118,8 @@ def _step(search_id: int) -> bool:
         return False
 
     stop_reason = budget_reached(search)
-    if not stop_reason:
-        round_work = _seed_work if search.current_round == 0 else _round_work
-        if round_work(search):
-            return True
-        if _repair_work(search):
-            return True
+    if not stop_reason and calls.run(search_id, _ready):
+        return True
     if queue.pending_for_search(search_id).exists():
         return False  # each verdict kicks the search again
     if stop_reason:
@@ -145,131 +141,56 @@ def budget_reached(search: Search) -> str:
     return ""
 
 
-def _seed_work(search: Search) -> bool:
-    if Kernel.objects.filter(search=search, origin__in=[Kernel.Origin.SEED, Kernel.Origin.FORK]).exists():
-        return _implement_next(search)  # user ideas added during round 0
-    proposer = context.proposer_for(search)
-    try:
-        proposal, exchange = proposer.starting_kernel(context.problem_context(search))
-    except ProposerError as exc:
-        records.proposer_gave_up(search, ProposerCall.Purpose.KERNEL, exc, "write the starting kernel")
-        return True
-    with transaction.atomic():
-        records.lock_search(search.id)
-        call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
-        if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
-            return True  # another orchestrator got there first; the call is still paid for
-        records.save_kernel(search, proposal, call=shown_call(search, call), origin=Kernel.Origin.SEED, round=0,
-                            name="starting kernel")
-    return True
+def _ready(search: Search, flying: set):
+    """The calls the search can make now, beside those in `flying` (their keys), most urgent first:
+    the starting kernel; ideas for the round's parents (the round's first ideas call alone, so the
+    fan-out reads the prompt cache it writes); the ideas' missing implementations; repairs."""
+    if search.current_round == 0:
+        if not Kernel.objects.filter(search=search, origin__in=[Kernel.Origin.SEED, Kernel.Origin.FORK]).exists():
+            if ("seed",) not in flying:
+                yield calls.seed_call(search)
+            return
+    else:
+        plan = calls.round_plan(search, search.current_round)
+        first_alone = not plan["asked"]
+        for parent_id in plan["parents"]:
+            if parent_id in plan["asked"] or ("ideas", parent_id) in flying:
+                continue
+            if first_alone and any(key[0] == "ideas" for key in flying):
+                break
+            yield calls.ideas_call(search, parent_id)
+            flying = flying | {("ideas", parent_id)}
+            if first_alone:
+                break
+    yield from _implementations(search, flying)
+    yield from _repairs(search, flying)
 
 
-def _round_work(search: Search) -> bool:
-    """Ideas for the next parent that has none, else the next missing implementation."""
-    plan = round_plan(search, search.current_round)
-    for parent_id in plan["parents"]:
-        if parent_id not in plan["asked"]:
-            return _ask_ideas(search, parent_id)
-        if _implement_next(search, parent_kernel_id=parent_id):
-            return True
-    return _implement_next(search)  # user ideas, fork-carried ideas
-
-
-def round_plan(search: Search, round_number: int) -> dict:
-    plan = (search.round_parents or {}).get(str(round_number)) or {}
-    return {"parents": list(plan.get("parents", [])), "asked": list(plan.get("asked", []))}
-
-
-def _ask_ideas(search: Search, parent_id: int) -> bool:
-    parent = Kernel.objects.select_related("idea").get(pk=parent_id)
-    proposer = context.proposer_for(search)
-    try:
-        proposals, exchange = proposer.ideas(
-            context.problem_context(search), context.kernel_context(parent), context.tried_ideas(search),
-            search.ideas_per_parent, briefs=search.kernels_per_idea,
-        )
-    except ProposerError as exc:
-        records.proposer_gave_up(search, ProposerCall.Purpose.IDEAS, exc, f"propose ideas for kernel #{parent_id}")
-        return True
-    origin = Idea.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Idea.Origin.PLAYBOOK
-    with transaction.atomic():
-        locked = records.lock_search(search.id)
-        call = records.record_call(search, ProposerCall.Purpose.IDEAS, exchange)
-        plan = round_plan(locked, search.current_round)
-        if parent_id in plan["asked"]:
-            return True
-        for slot, proposal in enumerate(proposals[: search.ideas_per_parent]):
-            idea = Idea.objects.create(
-                search=search, parent_kernel_id=parent_id, round=search.current_round, slot=slot,
-                title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
-                origin=origin, call=call, briefs=[str(b)[:4000] for b in proposal.briefs[: search.kernels_per_idea]],
-            )
-            events.publish(search.id, "idea.created", events.idea_payload(idea))
-        plan["asked"].append(parent_id)
-        records.save_plan(locked, search.current_round, plan)
-    return True
-
-
-def _implement_next(search: Search, parent_kernel_id: int | None = None) -> bool:
-    ideas = Idea.objects.filter(search=search, round=search.current_round).order_by("id")
-    if parent_kernel_id is not None:
-        ideas = ideas.filter(parent_kernel_id=parent_kernel_id, slot__isnull=False)
-    for idea in ideas.select_related("parent_kernel__idea"):
+def _implementations(search: Search, flying: set):
+    """The round's ideas' missing variants (the LLM's, the user's, a fork's carried ones)."""
+    ideas = Idea.objects.filter(search=search, round=search.current_round).select_related("parent_kernel__idea")
+    for idea in ideas.order_by("id"):
         done = set(Kernel.objects.filter(idea=idea, variant__isnull=False).values_list("variant", flat=True))
         for variant in range(search.kernels_per_idea):
-            if variant not in done:
-                _implement(search, idea, variant)
-                return True
-    return False
+            if variant not in done and ("kernel", idea.id, variant) not in flying:
+                yield calls.kernel_call(search, idea, variant)
 
 
-def _implement(search: Search, idea: Idea, variant: int) -> None:
-    proposer = context.proposer_for(search)
-    parent = idea.parent_kernel
-    try:
-        briefs = idea.briefs if isinstance(idea.briefs, list) else []
-        proposal, exchange = proposer.kernel(  # each variant sees its own brief, never its siblings'
-            context.problem_context(search), context.kernel_context(parent) if parent else None,
-            IdeaProposal(idea.title, idea.description), variant, brief=briefs[variant] if variant < len(briefs) else "",
-        )
-        error = ""
-    except ProposerError as exc:
-        proposal, exchange, error = KernelProposal(source="", note=str(exc)), exc.exchange or Exchange(), str(exc)
-    origin = Kernel.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Kernel.Origin.PLAYBOOK
-    with transaction.atomic():
-        records.lock_search(search.id)
-        call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange, error=error)
-        if Kernel.objects.filter(idea=idea, variant=variant).exists():
-            return
-        records.save_kernel(
-            search, proposal, call=shown_call(search, call), origin=origin, round=idea.round, idea=idea, parent=parent,
-            variant=variant,
-            name=proposal.name or f"r{idea.round} idea {idea.id} v{variant + 1}",
-        )
-
-
-def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
-    """The call a kernel shows as "the exchange that produced it": none for the playbook, whose
-    kernels are hand-written text, not a model's reply (the call is still kept, at no cost)."""
-    return None if search.proposer == Search.Proposer.PLAYBOOK else call
-
-
-def _repair_work(search: Search) -> bool:
+def _repairs(search: Search, flying: set):
     # The playbook's kernels are fixed text: it cannot repair from the runner's verdict.
     if search.repair_attempts <= 0 or search.proposer == Search.Proposer.PLAYBOOK:
-        return False
+        return
     broken = (
         Kernel.objects.filter(search=search, status__in=REPAIR_VERDICTS, origin__in=REPAIRABLE, repairs__isnull=True)
         .select_related("idea", "parent")
         .order_by("id")
     )
     for kernel in broken:
-        depth, root = repair_chain(kernel)
-        if depth >= search.repair_attempts:
+        if ("repair", kernel.id) in flying:
             continue
-        _repair(search, kernel, depth + 1, root)
-        return True
-    return False
+        depth, root = repair_chain(kernel)
+        if depth < search.repair_attempts:
+            yield calls.repair_call(search, kernel, depth + 1, root)
 
 
 def repair_chain(kernel: Kernel) -> tuple[int, Kernel]:
@@ -279,27 +200,6 @@ def repair_chain(kernel: Kernel) -> tuple[int, Kernel]:
         depth += 1
         current = Kernel.objects.only("id", "repair_of_id").get(pk=current.repair_of_id)
     return depth, current
-
-
-def _repair(search: Search, broken: Kernel, turn: int, root: Kernel) -> None:
-    """Repair turn `turn`: the broken kernel with the runner's verdict, reason and evidence; the
-    fix is the broken kernel's child ("repair 1 of #12")."""
-    proposer = context.proposer_for(search)
-    try:
-        proposal, exchange = proposer.repair(context.problem_context(search), context.kernel_context(broken),
-                                             context.failure_of(search, broken, turn, root))
-        error = ""
-    except ProposerError as exc:
-        proposal, exchange, error = KernelProposal(source="", note=str(exc)), exc.exchange or Exchange(), str(exc)
-    with transaction.atomic():
-        records.lock_search(search.id)
-        call = records.record_call(search, ProposerCall.Purpose.REPAIR, exchange, error=error)
-        if Kernel.objects.filter(repair_of=broken).exists():
-            return
-        records.save_kernel(
-            search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round, idea=broken.idea,
-            parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}",
-        )
 
 
 def _start_next_round(search_id: int) -> bool:
@@ -384,7 +284,8 @@ def choose_parents(search: Search) -> list[int]:
     reached the search's speed-of-light stop (its branch is done)."""
     done = at_speed_of_light(search)
     correct = [kid for kid in
-               Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False)
+               Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
+                                     duplicate_of__isnull=True)  # a duplicate's twin stands for it
                .order_by("median_ms", "id").values_list("id", flat=True) if kid not in done]
     top = correct[: search.parents_per_round]
     used = {pid for plan in (search.round_parents or {}).values() for pid in plan.get("parents", [])}

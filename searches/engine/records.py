@@ -15,7 +15,12 @@ from proposers.pricing import call_cost
 from searches.models import Kernel, ProposerCall, Search, Verdict
 from searches.services import kernels as kernel_services
 
+from . import dedup
+
 log = logging.getLogger(__name__)
+
+# Kernels the engine made itself (budgets count these; user kernels and fork copies are free).
+GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
 
 
 def lock_search(search_id: int) -> Search:
@@ -36,16 +41,19 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
         status, reason = Verdict.NO_CODE, proposal.note or "the proposer's reply had no usable code"
     elif len(source.encode()) > settings.KERNEL_SOURCE_MAX_BYTES:
         status, reason = Verdict.REJECTED, f"the kernel source is larger than {settings.KERNEL_SOURCE_MAX_BYTES} bytes"
+    digest = dedup.source_hash(source) if source.strip() else ""
+    twin = dedup.judged_twin(search.id, digest) if status == Verdict.PENDING else None
+    verdict = {**twin.verdict(), "evaluated_at": timezone.now()} if twin else {"status": status, "reason": reason}
     try:
         with transaction.atomic():
             kernel = Kernel.objects.create(
                 problem_id=search.problem_id, search=search, idea=idea, parent=parent, repair_of=repair_of,
                 round=round, variant=variant, name=name[:200], source=source, origin=origin, call=call,
-                status=status, reason=reason,
+                source_hash=digest, duplicate_of=twin, **verdict,
             )
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
-    if status == Verdict.PENDING:
+    if kernel.status == Verdict.PENDING:
         queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
     events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
     return kernel

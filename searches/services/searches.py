@@ -28,7 +28,9 @@ SEARCH_KNOB_LIMITS = {
     "repair_attempts": (0, 5),
     "stale_rounds": (0, 50),
     "sol_stop_percent": (0, 100),
+    "thinking_tokens": (0, 64000),
 }
+THINKING_LEAST = 1024  # the Messages API's smallest thinking budget
 
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
@@ -62,6 +64,9 @@ def _search_check_knobs(knobs: dict) -> None:
         fits = [key for key, (_, device, _) in LANGUAGES.items() if device == knobs.get("device")]
         raise ValidationError(f"Language {language!r} does not fit a {knobs.get('device')} search: choose one of "
                               f"{', '.join(fits)}, or leave it empty for the device's default.", code="language")
+    if 0 < (knobs.get("thinking_tokens") or 0) < THINKING_LEAST:
+        raise ValidationError(f"A thinking budget is at least {THINKING_LEAST} tokens (or 0: no thinking).",
+                              code="thinking_tokens")
     if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
         raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
                            "it empty for the model's default.", code="effort")
@@ -87,13 +92,14 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
                  repair_attempts: int = 1, language: str = "", stale_rounds: int = 0,
-                 sol_stop_percent: int = 0) -> Search:
+                 sol_stop_percent: int = 0, thinking_tokens: int = 0) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
                  max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
-                 language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent)
+                 language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent,
+                 thinking_tokens=thinking_tokens or 0)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     require_search_room(user)  # OverQuota past the person's cap on searches queued or running
@@ -252,11 +258,7 @@ def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
         parent_copy = Kernel.objects.create(
             problem_id=original.problem_id, search=fork, idea=idea_copy, parent=parent_copy, round=0,
             name=f"{original.name or 'kernel'} (#{original.id} of search {original.search_id})"[:200],
-            source=original.source, origin=Kernel.Origin.FORK, author=original.author,
-            status=original.status, reason=original.reason, quarantined=original.quarantined,
-            median_ms=original.median_ms, speedup_vs_eager=original.speedup_vs_eager,
-            speedup_vs_compile=original.speedup_vs_compile, precision=original.precision,
-            device_name=original.device_name, verified=original.verified, evaluated_at=original.evaluated_at,
+            source=original.source, origin=Kernel.Origin.FORK, author=original.author, **original.verdict(),
         )
         copies[original.id] = parent_copy
         events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))

@@ -2,12 +2,16 @@
 
 It speaks `POST /v1/messages` (JSON in, a `message` object out, with usage counts including
 prompt-cache reads and writes) and the API's error shape (`{"type": "error", "error": {...}}`).
-Tests queue behaviours (an error status, a delay longer than the client's timeout, a given
-reply text or tool call); otherwise `responder(seen)` writes the reply: a string is a text reply,
-a dict the input of a call of the tool the request forces (or of its first tool). Every request is
-kept in `requests` (headers included) for assertions.
+Tests queue behaviours (an error status with or without retry-after, a delay longer than the
+client's timeout, thinking time, a given reply text or tool call); otherwise `responder(seen)`
+writes the reply: a string is a text reply, a dict the input of a call of the tool the request
+forces (or of its first tool), after `latency(seen)` seconds when set. Every request is kept in
+`requests` (headers included), its timing in `spans`, and the most requests at once in
+`max_in_flight`, for assertions.
 
-Like the API: a forced `tool_choice` with effort or thinking set is refused (400); the prompt cache
+Like the API: a forced `tool_choice` with effort or thinking set is refused (400), and so is a thinking
+budget under 1024 tokens or not under `max_tokens`, or a temperature with thinking; `stream: true` is
+answered with the API's server-sent events (thinking, text and tool blocks); the prompt cache
 works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block:
 the longest prefix seen before is billed as cache reads, the rest up to the last breakpoint as a
 cache write, the remainder as input.
@@ -31,6 +35,8 @@ class Behaviour:
     reply: str | None = None  # text of the reply; None: ask the responder
     stop_reason: str = "end_turn"
     tool_input: object = None  # a tool call's input (any JSON, malformed on purpose included)
+    latency: float = 0.0  # seconds to think before answering (a real model's time)
+    retry_after: float | None = None  # seconds, sent as retry-after with an error status
 
 
 @dataclass
@@ -87,6 +93,10 @@ class FakeAnthropic:
     script: list = field(default_factory=list)  # Behaviours used first, in order
     requests: list = field(default_factory=list)
     usage_given: dict = field(default_factory=lambda: {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0})
+    latency: object = None  # callable(Seen) -> seconds to think before each scripted-or-responder answer
+    in_flight: int = 0
+    max_in_flight: int = 0
+    spans: list = field(default_factory=list)  # (arrived, answered, task, status) of each request, monotonic s
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -128,21 +138,43 @@ class FakeAnthropic:
         with self._lock:
             self.requests.append(seen)
             behaviour = self.script.pop(0) if self.script else Behaviour()
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        arrived = time.monotonic()
+        try:
+            self._answer(handler, seen, body, behaviour)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                self.spans.append((arrived, time.monotonic(), task_of(seen), behaviour.status))
+
+    def _answer(self, handler, seen: "Seen", body: dict, behaviour: Behaviour) -> None:
         if behaviour.delay:
             time.sleep(behaviour.delay)
             handler.close_connection = True
             return  # nothing delivered, nothing billed
+        thinking = behaviour.latency or (self.latency(seen) if self.latency else 0.0)
+        if thinking:
+            time.sleep(thinking)
         if behaviour.status != 200:
             headers = {"retry-after-ms": "20"} if behaviour.status == 429 else {}
+            if behaviour.retry_after is not None:
+                headers = {"retry-after": f"{behaviour.retry_after:g}"}
             return self._send(handler, behaviour.status, _error(behaviour.status, "fake failure"), headers)
         if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
             return self._send(handler, 400, _error(400, "tool_choice forces tool use, which is not compatible "
                                                          "with thinking or effort"))
+        refused = _thinking_refused(body)
+        if refused:
+            return self._send(handler, 400, _error(400, refused))
         if behaviour.tool_input is not None:
             answer = behaviour.tool_input
         else:
             answer = behaviour.reply if behaviour.reply is not None else self.responder(seen)
-        self._send(handler, 200, self._message(seen, answer, behaviour.stop_reason))
+        message = self._message(seen, answer, behaviour.stop_reason)
+        if body.get("stream"):
+            return self._stream(handler, message)
+        self._send(handler, 200, message)
 
     def _usage(self, seen: Seen) -> dict:
         pieces = seen.cache_segments()
@@ -171,6 +203,10 @@ class FakeAnthropic:
             name = seen.forced_tool or (asked or tools or ["tool"])[0]
             content = [{"type": "tool_use", "id": f"toolu_fake_{len(self.requests)}", "name": name, "input": answer}]
             out_text, stop_reason = json.dumps(answer), "tool_use" if stop_reason == "end_turn" else stop_reason
+        if (seen.body.get("thinking") or {}).get("type") == "enabled":
+            thought = "The bottleneck is memory traffic; one pass over the rows should do."
+            content.insert(0, {"type": "thinking", "thinking": thought, "signature": "fake-signature"})
+            out_text += thought
         usage = {**self._usage(seen), "output_tokens": approx_tokens(out_text)}
         with self._lock:
             self.usage_given["input"] += usage["input_tokens"]
@@ -180,6 +216,39 @@ class FakeAnthropic:
         return {"id": f"msg_fake_{len(self.requests)}", "type": "message", "role": "assistant",
                 "model": seen.body.get("model", "fake"), "content": content,
                 "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
+
+    @staticmethod
+    def _stream(handler, message: dict) -> None:
+        """The message as the API streams it: server-sent events, one content block at a time."""
+        usage = dict(message["usage"])
+        start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+        events = [("message_start", {"type": "message_start", "message": start})]
+        for index, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+            elif block["type"] == "thinking":
+                opened, delta = {"type": "thinking", "thinking": ""}, {"type": "thinking_delta", "thinking": block["thinking"]}
+            else:
+                opened = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opened}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+            if block["type"] == "thinking":
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                    "type": "signature_delta", "signature": block["signature"]}}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}}))
+        events.append(("message_stop", {"type": "message_stop"}))
+        data = "".join(f"event: {name}\ndata: {json.dumps(payload)}\n\n" for name, payload in events).encode()
+        try:
+            handler.send_response(200)
+            handler.send_header("content-type", "text/event-stream")
+            handler.send_header("content-length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     @staticmethod
     def _send(handler, status: int, payload: dict, headers: dict | None = None) -> None:
@@ -195,6 +264,21 @@ class FakeAnthropic:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
+
+
+def _thinking_refused(body: dict) -> str:
+    """What the real API says of a request's thinking settings, or "" when it accepts them."""
+    thinking = body.get("thinking")
+    if not thinking or thinking.get("type") != "enabled":
+        return ""
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    if budget >= body.get("max_tokens", 0):
+        return "`max_tokens` must be greater than `thinking.budget_tokens`"
+    if "temperature" in body and body["temperature"] != 1:
+        return "`temperature` may only be set to 1 when thinking is enabled"
+    return ""
 
 
 def _error(status: int, message: str) -> dict:

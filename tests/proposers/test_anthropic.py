@@ -1,6 +1,7 @@
 """The Anthropic proposer through the real `anthropic` SDK against a local fake Messages API."""
 
 import re
+import time
 
 import pytest
 
@@ -30,7 +31,7 @@ def fake(settings, monkeypatch):
 
 
 def proposer(**options):
-    options = {"model": "claude-sonnet-4-6", "max_retries": 2, "backoff_seconds": 0.01, "timeout": 2.0, **options}
+    options = {"model": "claude-sonnet-4-6", "backoff_seconds": 0.01, "timeout": 2.0, **options}
     return AnthropicProposer(**options)
 
 
@@ -73,7 +74,7 @@ def test_ideas_and_kernels_round_trip_with_usage_and_prompt_caching(fake):
 
 def test_survives_rate_limits_server_errors_and_timeouts(fake):
     fake.script = [Behaviour(status=429), Behaviour(status=500), Behaviour(delay=3.0), Behaviour(status=529)]
-    kernel, exchange = proposer(max_retries=1, timeout=1.0).starting_kernel(problem())
+    kernel, exchange = proposer(timeout=1.0).starting_kernel(problem())
     assert kernel.source == KERNEL
     assert len(fake.requests) == 5
     assert exchange.output_tokens > 0
@@ -82,8 +83,24 @@ def test_survives_rate_limits_server_errors_and_timeouts(fake):
 def test_gives_up_with_a_clear_error_when_the_api_keeps_failing(fake):
     fake.script = [Behaviour(status=500) for _ in range(10)]
     with pytest.raises(ProposerError, match="kept failing"):
-        proposer(max_retries=1, extra_retries=1).starting_kernel(problem())
-    assert len(fake.requests) == 4  # (1 + 1 SDK retry) x (1 + 1 of ours)
+        proposer(busy_retries=1).starting_kernel(problem())
+    assert len(fake.requests) == 2  # one retry of ours, none of the SDK's
+
+
+def test_a_timeout_is_tried_again_at_most_twice_then_a_clear_failed_call(fake):
+    fake.script = [Behaviour(delay=1.5) for _ in range(5)]
+    with pytest.raises(ProposerError, match=r"did not answer within 1 s, 3 times in a row") as caught:
+        proposer(timeout=1.0).starting_kernel(problem())
+    assert len(fake.requests) == 3
+    assert caught.value.exchange is not None and caught.value.exchange.duration_s >= 3.0
+
+
+def test_the_wait_the_api_asks_for_is_kept(fake):
+    fake.script = [Behaviour(status=529, retry_after=1.2)]
+    began = time.monotonic()
+    kernel, _ = proposer().starting_kernel(problem())
+    assert kernel.source == KERNEL and time.monotonic() - began >= 1.2
+    assert len(fake.requests) == 2
 
 
 def test_a_refused_request_is_not_retried(fake):
@@ -146,3 +163,31 @@ def test_reply_parsers():
     assert parse_ideas('[{"description": "untitled"}]') == []
     two = "```python\nclass ModelNew: pass\n```\n```python\nclass ModelNew: x = 1\n```"
     assert extract_module(two) == ("class ModelNew: x = 1\n", "")
+
+
+def test_thinking_streams_with_the_model_choosing_its_tool_and_keeps_the_reasoning(fake):
+    kernel, exchange = proposer(thinking=2048).starting_kernel(problem())
+    assert kernel.source == KERNEL
+    [request] = fake.requests
+    body = request.body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["stream"] is True
+    assert body["tool_choice"] == {"type": "auto"} and "temperature" not in body
+    assert body["max_tokens"] > 2048  # the reply's own tokens on top of the budget
+    assert exchange.reply.startswith("[thinking]\nThe bottleneck is memory traffic")
+    assert exchange.output_tokens == fake.usage_given["output"] > 0
+
+
+def test_the_fake_refuses_what_the_api_refuses(fake):
+    """So a request the real API would reject cannot pass the tests."""
+    import anthropic
+
+    client = anthropic.Anthropic(api_key=KEY, base_url=fake.url, max_retries=0)
+    base = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    for bad in ({"max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 2000}},
+                {"max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 512}},
+                {"max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 2048},
+                 "extra_body": {"temperature": 0.2}},
+                {"max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 2048},
+                 "tools": [{"name": "t", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "t"}}):
+        with pytest.raises(anthropic.BadRequestError):
+            client.messages.create(**base, **bad)

@@ -24,3 +24,12 @@ def test_a_kernel_is_shown_with_its_verdict_and_speed_of_light():
     block = prompts.kernel_block("parent_kernel", kernel)
     assert block.startswith("Kernel #7; verdict: correct, median 0.7 ms, 2.00x vs eager, 72% of the speed of light "
                             "on the NVIDIA H200 (floor 0.505 ms, memory-bound: 4.8 TB/s).")
+
+
+def test_the_runners_notes_are_shown_with_the_kernel_and_fenced():
+    kernel = KernelContext(id=3, source="class ModelNew: ...", status="correct", median_ms=0.7,
+                           notes=("line 9: the except block falls back to PyTorch (silu)",))
+    block = prompts.kernel_block("parent_kernel", kernel)
+    assert "The runner's notes on it (advice, not the verdict):" in block
+    assert prompts.fence("parent_kernel_notes", "- line 9: the except block falls back to PyTorch (silu)") in block
+    assert "notes" not in prompts.kernel_block("parent_kernel", KernelContext(id=3, source="s", status="correct"))

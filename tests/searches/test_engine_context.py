@@ -27,3 +27,16 @@ def test_the_paired_eager_time_is_read_from_the_run_unless_the_pairing_was_dropp
     assert context.paired_eager_ms({"paired": {"eager_ms": 0.25, "dropped": None}}) == 0.25
     assert context.paired_eager_ms({"paired": {"eager_ms": 0.25, "dropped": "helpers used the CPU"}}) is None
     assert context.paired_eager_ms({}) is None
+
+
+def test_the_runners_advisories_and_a_fallback_reach_the_model_as_notes():
+    result = {"advisories": [{"reason": "line 9: the except block falls back to PyTorch (silu)", "code": "partial_replacement"}],
+              "fallback": "fell back to PyTorch on untimed call 3 of 9 (silu): its own kernel did not run there"}
+    notes = context.runner_notes(result)
+    assert notes == ("line 9: the except block falls back to PyTorch (silu)",
+                     "it fell back to PyTorch on untimed call 3 of 9 (silu): its own kernel did not run there")
+    assert context.runner_notes({"advisories": [{"reason": "x" * 5000}] * 9}) == ("x" * context.NOTE_CHARS,) * context.NOTES_SHOWN
+    problem = d.problem()
+    kernel = d.kernel(problem=problem, search=d.search(problem=problem))
+    kernel.runs.update(result=result)
+    assert context.kernel_context(kernel).notes == notes

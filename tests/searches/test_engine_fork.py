@@ -14,7 +14,7 @@ from tests.fakes.anthropic_server import task_of
 from .test_engine import problem  # noqa: F401  (fixture)
 from .test_engine_llm import fake, judge, kicks  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # proposer calls run on threads
 
 
 def playbook_search(problem):

@@ -7,20 +7,22 @@ import json
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from evaluation import leases
 from searches import services
-from searches.engine import kick, loop
+from searches.engine import context, kick, loop
 from searches.models import EvaluationJob, Idea, Kernel, ProposerCall, Search, Worker
 from tests.fakes.anthropic_server import Behaviour, FakeAnthropic, asked_counts, ideas_call, kernel_call, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # proposer calls run on threads
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "devices"
-KERNEL = "import torch\nfrom torch import nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x  # {tag}\n"
+# Each reply its own source (a tag in code, not a comment: identical sources are judged once, engine/dedup.py).
+KERNEL = "import torch\nfrom torch import nn\n\nTAG = '{tag}'\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
 
 
 def kernel_source(tag: str) -> str:
@@ -33,6 +35,7 @@ class Scripted:
 
     def __init__(self):
         self.ideas_asked = 0
+        self.kernels = 0
 
     def __call__(self, seen):
         task = task_of(seen)
@@ -40,7 +43,8 @@ class Scripted:
             self.ideas_asked += 1
             count, briefs = asked_counts(seen)
             return ideas_call(count, briefs, prefix="Idea" if self.ideas_asked == 1 else f"Idea set {self.ideas_asked},")
-        return kernel_call(kernel_source(task))
+        self.kernels += 1
+        return kernel_call(kernel_source(f"{task} {self.kernels}"))
 
 
 @pytest.fixture
@@ -99,6 +103,18 @@ def test_a_cuda_search_tells_the_model_the_stored_h200_facts_and_forces_no_tool_
     assert Kernel.objects.get(search=search).origin == "seed"
 
 
+def test_a_thinking_budget_reaches_every_call_and_a_too_small_one_is_refused(problem, fake):
+    with pytest.raises(ValidationError, match="at least 1024 tokens"):
+        start(problem, thinking_tokens=500)
+    search = start(problem, thinking_tokens=2048)
+    loop.advance(search.id)
+    [seen] = fake.requests
+    assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and seen.body["stream"] is True
+    [call] = ProposerCall.objects.filter(search=search)
+    assert call.ok and call.reply.startswith("[thinking]\n")
+    assert Kernel.objects.get(search=search).status == "pending"
+
+
 def test_k_briefs_each_kernel_call_sees_only_its_own_and_the_second_call_reads_the_cache(problem, fake):
     facts_worker("cpu", "cpu.json")
     search = start(problem, kernels_per_idea=3)
@@ -111,11 +127,10 @@ def test_k_briefs_each_kernel_call_sees_only_its_own_and_the_second_call_reads_t
     assert "- cores: 2" in ideas_request.system_text and "- widest vector registers: 512 bits" in ideas_request.system_text
     [idea] = Idea.objects.filter(search=search, round=1)
     assert idea.briefs == [f"brief 1.{b}: block size {64 << (b - 1)}" for b in (1, 2, 3)]
-    kernel_requests = [s for s in fake.requests if task_of(s) == "kernel"]
+    kernel_requests = [s for s in fake.requests if task_of(s) == "kernel"]  # in flight together: any order
     assert len(kernel_requests) == 3
-    for variant, seen in enumerate(kernel_requests):
-        for other, brief in enumerate(idea.briefs):
-            assert (brief in seen.user_text) == (other == variant)
+    shown = [[brief for brief in idea.briefs if brief in seen.user_text] for seen in kernel_requests]
+    assert sorted(shown) == [[brief] for brief in idea.briefs]
     # The stable context (rules, problem, target, bank) was written by the ideas call and read after.
     calls = list(ProposerCall.objects.filter(search=search).order_by("id"))
     ideas, first_kernel = calls[1], calls[2]
@@ -138,11 +153,12 @@ def test_every_failure_verdict_is_repaired_with_its_reason_as_a_child(problem, f
     loop.advance(search.id)
     repair_requests = [s for s in fake.requests if task_of(s) == "repair"]
     assert len(repair_requests) == 3
-    broken = list(Kernel.objects.filter(search=search, round=1, variant__isnull=False).order_by("variant"))
-    for kernel, seen in zip(broken, repair_requests):
+    broken = list(Kernel.objects.filter(search=search, round=1, variant__isnull=False).order_by("id"))
+    for kernel in broken:  # sent together: matched by what they ask
+        [seen] = [s for s in repair_requests if f"Repair 1 of 2 of #{kernel.id}:" in s.user_text]
         assert f"Repair 1 of 2 of #{kernel.id}: the kernel below was judged {kernel.status}" in seen.user_text
         assert reasons[kernel.variant] in seen.user_text  # verbatim
-    repairs = list(Kernel.objects.filter(search=search, origin="repair").order_by("id"))
+    repairs = list(Kernel.objects.filter(search=search, origin="repair").order_by("repair_of_id"))
     assert [(r.parent_id, r.repair_of_id, r.name) for r in repairs] == [
         (k.id, k.id, f"repair 1 of #{k.id}") for k in broken]
     # The second turn: a repair that failed again is repaired once more, then no further.
@@ -159,7 +175,7 @@ def test_every_failure_verdict_is_repaired_with_its_reason_as_a_child(problem, f
     assert not Kernel.objects.filter(repair_of=second).exists()
     search.refresh_from_db()
     assert search.status == "completed"
-    assert "repairs: 2 of 4 fixed" in loop.context.idea_outcome(Idea.objects.get(search=search, round=1))
+    assert "repairs: 2 of 4 fixed" in context.idea_outcome(Idea.objects.get(search=search, round=1))
 
 
 def test_a_malformed_tool_call_is_asked_again_once_then_becomes_a_no_code_node(problem, fake):
@@ -218,10 +234,15 @@ def test_an_idea_already_tried_is_asked_again_once_then_left_out(problem, fake):
     """Two parents whose ideas calls both answer "Idea 1": the second is asked again naming the
     repeat; ideas are implemented once each."""
     search = start(problem, rounds=2, parents_per_round=2, bank_size=0)
-    repeat = Behaviour(tool_input=ideas_call(1))
-    fake.script = [Behaviour(), Behaviour(), Behaviour(),  # seed, round 1's ideas and kernel
-                   Behaviour(), Behaviour(),  # round 2: the first parent's ideas and kernel
-                   repeat, repeat]  # the second parent's ideas: a repeat, asked again, a repeat again
+    fresh = fake.responder
+
+    def responder(seen):  # round 2's second parent (the 3rd and 4th ideas requests): "Idea 1" again, twice
+        if task_of(seen) == "ideas" and fresh.ideas_asked >= 2:
+            fresh.ideas_asked += 1
+            return ideas_call(1)
+        return fresh(seen)
+
+    fake.responder = responder
     for _ in range(6):
         loop.advance(search.id)
         judge(median_for=lambda kernel: 1.0 / (1 + kernel.id))

@@ -71,3 +71,15 @@ def test_a_cpu_speedup_says_its_eager_baseline_was_timed_beside_it(client, alice
     kernel.runs.update(result={"status": "correct", "paired": {**paired, "dropped": "the problem's sandbox left"}})
     body = client.get(reverse("kernel_detail", kwargs={"code": kernel.code})).content.decode()
     assert 'id="paired-eager"' not in body and "(eager 0.28 ms, measured apart: the problem&#x27;s sandbox left" in body
+
+
+def test_the_runners_advisories_are_listed_beside_the_verdict(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    advised = d.kernel(problem=p, search=s, round=0, origin="seed")
+    advice = "line 9: the except block falls back to PyTorch (silu) when the kernel fails"
+    advised.runs.update(result={"status": "correct", "advisories": [{"reason": advice, "code": "partial_replacement"}]})
+    body = client.get(reverse("kernel_detail", kwargs={"code": advised.code})).content.decode()
+    assert 'id="advisories"' in body and advice in body and "the run decided the verdict" in body
+    plain = d.kernel(problem=p, search=s)
+    assert 'id="advisories"' not in client.get(reverse("kernel_detail", kwargs={"code": plain.code})).content.decode()

@@ -72,15 +72,16 @@ def test_anthropic_search_survives_api_failures_and_bad_replies(tmp_path):
         db, "select id, status, stop_reason, tokens_in, tokens_out, cost_usd from searches_search")
     assert (status, reason) == ("completed", "completed all 1 rounds")
     kernels = query(db, "select origin, status, repair_of_id is not null from searches_kernel order by id")
-    assert kernels == [("seed", "correct", 0), ("llm", "compile_error", 0), ("llm", "no_code", 0),
-                       ("repair", "correct", 1)]
+    assert kernels[0] == ("seed", "correct", 0)  # the round's calls were in flight together: any order after it
+    assert sorted(kernels[1:]) == [("llm", "compile_error", 0), ("llm", "no_code", 0), ("repair", "correct", 1)]
     [(no_code_reason,)] = query(db, "select reason from searches_kernel where status='no_code'")
     assert "no ```python code block" in no_code_reason
 
     # Every call is recorded; tokens and cost add up to what the API reported, priced from settings.
     calls = query(db, "select purpose, ok, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                       "cost_usd from searches_proposercall order by id")
-    assert [c[0] for c in calls] == ["kernel", "ideas", "kernel", "kernel", "repair"]
+    assert [c[0] for c in calls[:2]] == ["kernel", "ideas"]
+    assert sorted(c[0] for c in calls[2:]) == ["kernel", "kernel", "repair"]
     given = fake.usage_given
     assert tokens_out == sum(c[3] for c in calls) == given["output"]
     assert tokens_in == given["input"] + given["cache_read"] + given["cache_write"]

@@ -44,6 +44,8 @@ class Command(BaseCommand):
                             help="default: anthropic when ANTHROPIC_API_KEY is set, else playbook")
         parser.add_argument("--model", default="", help=f"LLM model (default {settings.ANTHROPIC_MODEL})")
         parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
+        parser.add_argument("--thinking", type=int, default=0,
+                            help="LLM thinking budget in tokens before each reply (default 0: off; at least 1024)")
         parser.add_argument("--allow-library", action="store_true", help="allow library calls in kernels")
         parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
         parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
@@ -80,6 +82,7 @@ class Command(BaseCommand):
                     repair_attempts=opts["repairs"], allow_library=opts["allow_library"],
                     language=opts["language"], stale_rounds=opts["stale_rounds"], max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
+                    thinking_tokens=opts["thinking"],
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None

@@ -1,0 +1,254 @@
+"""A search's proposer calls, many in flight at once.
+
+Every call the search can make right now (the starting kernel, ideas for a parent, an idea's
+missing implementation, a broken kernel's repair) is a `Call`: prepared here from the database,
+sent on a worker thread (network only: the proposer, no database), and saved back here as soon
+as it lands, under the search's lock with the same idempotent keys as before (idea slot, kernel
+variant, one repair per broken kernel), so each kernel is queued for evaluation the moment its
+reply arrives and a restart never duplicates.
+
+Bounds: at most SEARCH_PARALLEL_CALLS calls of one search in flight, and the API key's own
+limit (searches/engine/gate.py, shared by every process). The first ideas call of a round goes
+alone, so the prompt cache (tools, rules, problem, bank) is written once before the fan-out
+reads it. Budgets hold with calls in flight: a kernel-making call counts against the candidates
+budget when sent, and a call's cost is reserved (the mean of the search's calls so far) before
+it is sent. Pausing or cancelling the search closes the proposer: calls in flight are
+abandoned, recorded as failed, and make no kernel.
+"""
+
+import logging
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from itertools import islice
+from typing import Callable, Iterator
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.db.models import Avg
+
+from live import events
+from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
+from searches.models import Idea, Kernel, ProposerCall, Search
+
+from . import context, records
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5  # how often a search with calls in flight looks for new work, a pause or a cancel
+
+
+@dataclass
+class Call:
+    key: tuple  # what it makes: ("seed",), ("ideas", parent), ("kernel", idea, variant), ("repair", kernel)
+    send: Callable[[object], tuple]  # (proposer) -> the proposer's answer; no database
+    save: Callable[[object, ProposerError | None], None]  # (answer or None, error): records it, under the lock
+    makes_kernel: bool = True
+
+
+def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
+    """Send the search's ready calls, at most SEARCH_PARALLEL_CALLS at a time, saving each as it lands
+    and asking `ready(search, keys in flight)` (lazily: only as many as there is room for) for more
+    while any is in flight. True when a call was made."""
+    search = Search.objects.select_related("problem").get(pk=search_id)
+    proposer = context.new_proposer(search)  # raises ProposerError (no key): the caller pauses
+    width = max(1, settings.SEARCH_PARALLEL_CALLS)
+    flying: dict[Future, Call] = {}
+    made = False
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"search-{search_id}")
+    try:
+        while True:
+            search = Search.objects.select_related("problem").get(pk=search_id)
+            if search.status != Search.Status.RUNNING:
+                _abandon(proposer, flying, search)
+                return made or bool(flying)
+            room = min(width - len(flying), _budget_room(search, flying))
+            if room > 0:
+                for call in islice(ready(search, {c.key for c in flying.values()}), room):
+                    flying[pool.submit(_send, proposer, call)] = call
+            if not flying:
+                return made
+            done, _ = wait(list(flying), timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                call = flying.pop(future)
+                answer, error = future.result()
+                call.save(answer, error)
+                made = True
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        context.close_proposer(proposer)
+
+
+def _send(proposer, call: Call) -> tuple:
+    try:
+        return call.send(proposer), None
+    except ProposerError as exc:
+        return None, exc
+    finally:
+        close_old_connections()  # a proposer that touched the database leaves no connection behind
+
+
+def _abandon(proposer, flying: dict, search: Search) -> None:
+    """The search left RUNNING: stop its calls in flight (closing the proposer's connections) and
+    record them as failed, so their partial cost is not lost and no kernel comes of them."""
+    if not flying:
+        return
+    context.close_proposer(proposer)
+    for future, call in flying.items():
+        future.cancel()
+        reason = f"abandoned: the search was {search.get_status_display().lower()} while the call was in flight"
+        with transaction.atomic():
+            records.lock_search(search.id)
+            records.record_call(search, _purpose(call), Exchange(), error=reason)
+    flying.clear()
+
+
+def _budget_room(search: Search, flying: dict) -> int:
+    """How many more calls the budgets allow with `flying` in flight (a large number when none is set)."""
+    room = 1 << 20
+    if search.max_candidates is not None:
+        made = Kernel.objects.filter(search=search, origin__in=records.GENERATED).count()
+        room = min(room, search.max_candidates - made - sum(c.makes_kernel for c in flying.values()))
+    if search.max_tokens is None and search.max_cost_usd is None:
+        return room
+    calls = ProposerCall.objects.filter(search=search)
+    mean = calls.aggregate(tokens=Avg("input_tokens"), out=Avg("output_tokens"), cost=Avg("cost_usd"))
+    if not calls.exists():  # nothing to estimate a call's cost from: one call at a time until there is
+        return min(room, 1 - len(flying))
+    if search.max_tokens is not None:
+        per_call = (mean["tokens"] or 0) + (mean["out"] or 0) + _cache_tokens(calls)
+        spent = search.tokens_in + search.tokens_out + per_call * len(flying)
+        room = min(room, _calls_within(search.max_tokens - spent, per_call))
+    if search.max_cost_usd is not None:
+        per_call = float(mean["cost"] or 0)
+        spent = search.cost_usd + per_call * len(flying)
+        room = min(room, _calls_within(search.max_cost_usd - spent, per_call))
+    return room
+
+
+def _cache_tokens(calls) -> float:
+    mean = calls.aggregate(read=Avg("cache_read_tokens"), write=Avg("cache_write_tokens"))
+    return (mean["read"] or 0) + (mean["write"] or 0)
+
+
+def _calls_within(left: float, per_call: float) -> int:
+    if left <= 0:
+        return 0
+    return 1 << 20 if per_call <= 0 else max(1, int(left // per_call))
+
+
+def _purpose(call: Call) -> str:
+    return {"seed": ProposerCall.Purpose.KERNEL, "ideas": ProposerCall.Purpose.IDEAS,
+            "kernel": ProposerCall.Purpose.KERNEL, "repair": ProposerCall.Purpose.REPAIR}[call.key[0]]
+
+
+# --- the calls ---------------------------------------------------------------------------------------------
+
+
+def seed_call(search: Search) -> Call:
+    problem = context.problem_context(search)
+
+    def save(answer, error):
+        if error is not None:
+            records.proposer_gave_up(search, ProposerCall.Purpose.KERNEL, error, "write the starting kernel")
+            return
+        proposal, exchange = answer
+        with transaction.atomic():
+            records.lock_search(search.id)
+            call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
+            if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
+                return  # another orchestrator got there first; the call is still paid for
+            records.save_kernel(search, proposal, call=shown_call(search, call), origin=Kernel.Origin.SEED, round=0,
+                                name="starting kernel")
+
+    return Call(("seed",), lambda proposer: proposer.starting_kernel(problem), save)
+
+
+def ideas_call(search: Search, parent_id: int) -> Call:
+    parent = Kernel.objects.select_related("idea").get(pk=parent_id)
+    problem, shown = context.problem_context(search), context.kernel_context(parent)
+    tried, round_number = context.tried_ideas(search), search.current_round
+
+    def send(proposer):
+        return proposer.ideas(problem, shown, tried, search.ideas_per_parent, briefs=search.kernels_per_idea)
+
+    def save(answer, error):
+        if error is not None:
+            records.proposer_gave_up(search, ProposerCall.Purpose.IDEAS, error, f"propose ideas for kernel #{parent_id}")
+            return
+        proposals, exchange = answer
+        origin = Idea.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Idea.Origin.PLAYBOOK
+        with transaction.atomic():
+            locked = records.lock_search(search.id)
+            call = records.record_call(search, ProposerCall.Purpose.IDEAS, exchange)
+            plan = round_plan(locked, round_number)
+            if parent_id in plan["asked"]:
+                return
+            for slot, proposal in enumerate(proposals[: search.ideas_per_parent]):
+                idea = Idea.objects.create(
+                    search=search, parent_kernel_id=parent_id, round=round_number, slot=slot,
+                    title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
+                    origin=origin, call=call,
+                    briefs=[str(b)[:4000] for b in proposal.briefs[: search.kernels_per_idea]],
+                )
+                events.publish(search.id, "idea.created", events.idea_payload(idea))
+            plan["asked"].append(parent_id)
+            records.save_plan(locked, round_number, plan)
+
+    return Call(("ideas", parent_id), send, save, makes_kernel=False)
+
+
+def kernel_call(search: Search, idea: Idea, variant: int) -> Call:
+    parent = idea.parent_kernel
+    problem = context.problem_context(search)
+    shown = context.kernel_context(parent) if parent else None
+    briefs = idea.briefs if isinstance(idea.briefs, list) else []
+    brief = briefs[variant] if variant < len(briefs) else ""
+
+    def send(proposer):  # each variant sees its own brief, never its siblings'
+        return proposer.kernel(problem, shown, IdeaProposal(idea.title, idea.description), variant, brief=brief)
+
+    def save(answer, error):
+        proposal, exchange = answer if error is None else (
+            KernelProposal(source="", note=str(error)), error.exchange or Exchange())
+        origin = Kernel.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Kernel.Origin.PLAYBOOK
+        with transaction.atomic():
+            records.lock_search(search.id)
+            call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange, error=str(error or ""))
+            if Kernel.objects.filter(idea=idea, variant=variant).exists():
+                return
+            records.save_kernel(search, proposal, call=shown_call(search, call), origin=origin, round=idea.round,
+                                idea=idea, parent=parent, variant=variant,
+                                name=proposal.name or f"r{idea.round} idea {idea.id} v{variant + 1}")
+
+    return Call(("kernel", idea.id, variant), send, save)
+
+
+def repair_call(search: Search, broken: Kernel, turn: int, root: Kernel) -> Call:
+    """Repair turn `turn`: the broken kernel with the runner's verdict, reason and evidence; the fix
+    is the broken kernel's child ("repair 1 of #12")."""
+    problem, shown = context.problem_context(search), context.kernel_context(broken)
+    failure = context.failure_of(search, broken, turn, root)
+
+    def save(answer, error):
+        proposal, exchange = answer if error is None else (
+            KernelProposal(source="", note=str(error)), error.exchange or Exchange())
+        with transaction.atomic():
+            records.lock_search(search.id)
+            call = records.record_call(search, ProposerCall.Purpose.REPAIR, exchange, error=str(error or ""))
+            if Kernel.objects.filter(repair_of=broken).exists():
+                return
+            records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round,
+                                idea=broken.idea, parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}")
+
+    return Call(("repair", broken.id), lambda proposer: proposer.repair(problem, shown, failure), save)
+
+
+def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
+    """The call a kernel shows as "the exchange that produced it": none for the playbook, whose
+    kernels are hand-written text, not a model's reply (the call is still kept, at no cost)."""
+    return None if search.proposer == Search.Proposer.PLAYBOOK else call
+
+
+def round_plan(search: Search, round_number: int) -> dict:
+    plan = (search.round_parents or {}).get(str(round_number)) or {}
+    return {"parents": list(plan.get("parents", [])), "asked": list(plan.get("asked", []))}

@@ -1,0 +1,130 @@
+"""A search's proposer calls in flight together (searches/engine/calls.py), through the real
+`anthropic` client against the local fake Messages API: never more than SEARCH_PARALLEL_CALLS at
+once, the round's first ideas call alone before the fan-out, a rate limit pausing every caller of
+the key (searches/engine/gate.py), budgets held with calls in flight, a cancel abandoning them."""
+
+import threading
+import time
+
+import pytest
+
+from searches.engine import gate, loop
+from searches.models import Idea, Kernel, ProposerCall, Search
+from tests.fakes.anthropic_server import Behaviour
+
+from .test_engine import problem  # noqa: F401  (fixture)
+from .test_engine_llm import fake, judge, kicks, start  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def overlapping(spans, span) -> list:
+    return [s for s in spans if s is not span and s[0] < span[1] and span[0] < s[1]]
+
+
+def test_a_round_fans_out_to_the_width_and_never_past_it(problem, fake, settings):
+    settings.SEARCH_PARALLEL_CALLS = 5
+    fake.latency = lambda seen: 0.3
+    search = start(problem, ideas_per_parent=3, kernels_per_idea=4, repair_attempts=0)
+    loop.advance(search.id)  # the starting kernel
+    judge()
+    began = time.monotonic()
+    loop.advance(search.id)  # round 1: one ideas call, then 12 kernel calls
+    elapsed = time.monotonic() - began
+    assert Kernel.objects.filter(search=search, round=1).count() == 12
+    assert fake.max_in_flight == 5
+    # 1 ideas call + 12 kernel calls of 0.3 s, 5 at a time: about 4 x 0.3 s, not 13 x 0.3 s
+    assert elapsed < 0.3 * 9, elapsed
+
+
+def test_the_rounds_first_ideas_call_goes_alone_then_the_rest_fan_out(problem, fake, settings):
+    settings.SEARCH_PARALLEL_CALLS = 8
+    fake.latency = lambda seen: 0.2
+    search = start(problem, rounds=2, parents_per_round=3, ideas_per_parent=1, kernels_per_idea=3, repair_attempts=0)
+    loop.advance(search.id)
+    judge()
+    loop.advance(search.id)  # round 1: three kernels, which become round 2's three parents
+    judge(median_for=lambda kernel: 1.0 / kernel.id)
+    fake.spans.clear()
+    loop.advance(search.id)
+    ideas = sorted(s for s in fake.spans if s[2] == "ideas")
+    assert len(ideas) == 3
+    first = ideas[0]
+    assert overlapping(fake.spans, first) == []  # it wrote the prompt cache before anyone read it
+    assert fake.max_in_flight > 3  # the other two parents' ideas beside the first's kernels
+    calls = ProposerCall.objects.filter(search=search, purpose="ideas").order_by("id")
+    assert calls[1].cache_read_tokens > 0 and calls[2].cache_read_tokens > 0
+
+
+def test_a_rate_limit_pauses_every_caller_of_the_key(problem, fake, settings):
+    settings.SEARCH_PARALLEL_CALLS = 4
+    fake.latency = lambda seen: 0.2
+    search = start(problem, ideas_per_parent=2, kernels_per_idea=4, repair_attempts=0)
+    loop.advance(search.id)
+    judge()
+    fake.spans.clear()
+    fake.script = [Behaviour(), Behaviour(status=429, retry_after=1.5)]  # the ideas call, then the first kernel's
+    loop.advance(search.id)
+    assert Kernel.objects.filter(search=search, round=1).count() == 8
+    limited = next(s for s in fake.spans if s[3] == 429)
+    # Nobody sent during the pause, once the caller that got the 429 had recorded it (a few ms after the answer).
+    during = [s for s in fake.spans if limited[1] + 0.3 < s[0] < limited[1] + 1.4]
+    assert during == [] and any(s[0] >= limited[1] + 1.4 for s in fake.spans)
+
+
+def test_the_keys_places_are_shared_by_separate_gates(settings, monkeypatch):
+    """Two gates of one key (two processes) hold at most its places between them."""
+    settings.ANTHROPIC_KEY_PARALLEL_CALLS = 2
+    gates = [gate.DatabaseGate("sk-ant-shared"), gate.DatabaseGate("sk-ant-shared")]
+    other = gate.DatabaseGate("sk-ant-another")
+    inside, most, lock = [0], [0], threading.Lock()
+
+    def hold(g):
+        with g.slot():
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.2)
+            with lock:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=hold, args=(gates[i % 2],)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    with other.slot():  # another key is not held up by this one's
+        pass
+    for thread in threads:
+        thread.join()
+    assert most[0] == 2
+
+
+def test_a_budget_reached_with_calls_in_flight_stops_within_the_reserve(problem, fake, settings):
+    settings.SEARCH_PARALLEL_CALLS = 8
+    fake.latency = lambda seen: 0.1
+    search = start(problem, ideas_per_parent=3, kernels_per_idea=4, repair_attempts=0, max_candidates=5)
+    loop.advance(search.id)
+    judge()
+    loop.advance(search.id)
+    assert Kernel.objects.filter(search=search).count() == 5  # the seed and four: never a sixth in flight
+    assert len([r for r in fake.requests if "TASK: kernel." in r.user_text]) == 4
+
+
+def test_cancelling_abandons_the_calls_in_flight(problem, fake, settings):
+    settings.SEARCH_PARALLEL_CALLS = 4
+    search = start(problem, ideas_per_parent=2, kernels_per_idea=2, repair_attempts=0)
+    loop.advance(search.id)
+    judge()
+    fake.latency = lambda seen: 30.0 if "TASK: kernel." in seen.user_text else 0.0
+
+    def cancel_soon():
+        time.sleep(1.0)
+        Search.objects.filter(pk=search.id).update(status=Search.Status.CANCELLED)
+
+    threading.Thread(target=cancel_soon).start()
+    began = time.monotonic()
+    loop.advance(search.id)
+    assert time.monotonic() - began < 10
+    assert Kernel.objects.filter(search=search, round=1).count() == 0
+    abandoned = ProposerCall.objects.filter(search=search, purpose="kernel", ok=False)
+    assert abandoned.count() == 4 and "abandoned" in abandoned.first().error
+    assert Idea.objects.filter(search=search, round=1).count() == 2
