@@ -43,4 +43,5 @@ def test_the_verdict_of_a_kernel_that_skips_its_last_column_says_so(cpu_pool):
     problem = sources.SILU_PROBLEM.replace("torch.randn(128, 2048)", "torch.randn(16, 64)")
     result = cpu_pool.evaluate(problem, LAST_COLUMN_UNWRITTEN, seed=2)
     assert result["status"] == "incorrect", result["reason"]
-    assert "16 of 1,024 elements wrong (1.56%), all in the last column, 16 NaN" in result["reason"], result["reason"]
+    # (what the unwritten column holds depends on the memory it got: NaN from the poisoning, or other garbage)
+    assert "16 of 1,024 elements wrong (1.56%), all in the last column" in result["reason"], result["reason"]
