@@ -20,7 +20,7 @@ def backend_flags() -> dict:
             "float32_matmul_precision": torch.get_float32_matmul_precision()}
 
 
-def _read(name: str, getter):
+def _read(getter):
     try:
         return getter()
     except Exception:  # a setting this build of torch lacks
@@ -44,7 +44,7 @@ WATCHED = {
 
 
 def watched() -> dict:
-    return {name: _read(name, getter) for name, getter in WATCHED.items()}
+    return {name: _read(getter) for name, getter in WATCHED.items()}
 
 
 def changed(before: dict) -> str | None:

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
-from django.db.models import Avg
+from django.db.models import Avg, Count
 
 from live import events
 from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
@@ -110,12 +110,13 @@ def _budget_room(search: Search, flying: dict) -> int:
         room = min(room, search.max_candidates - made - sum(c.makes_kernel for c in flying.values()))
     if search.max_tokens is None and search.max_cost_usd is None:
         return room
-    calls = ProposerCall.objects.filter(search=search)
-    mean = calls.aggregate(tokens=Avg("input_tokens"), out=Avg("output_tokens"), cost=Avg("cost_usd"))
-    if not calls.exists():  # nothing to estimate a call's cost from: one call at a time until there is
+    mean = ProposerCall.objects.filter(search=search).aggregate(
+        calls=Count("id"), tokens=Avg("input_tokens"), out=Avg("output_tokens"), read=Avg("cache_read_tokens"),
+        write=Avg("cache_write_tokens"), cost=Avg("cost_usd"))
+    if not mean["calls"]:  # nothing to estimate a call's cost from: one call at a time until there is
         return min(room, 1 - len(flying))
     if search.max_tokens is not None:
-        per_call = (mean["tokens"] or 0) + (mean["out"] or 0) + _cache_tokens(calls)
+        per_call = sum(mean[k] or 0 for k in ("tokens", "out", "read", "write"))
         spent = search.tokens_in + search.tokens_out + per_call * len(flying)
         room = min(room, _calls_within(search.max_tokens - spent, per_call))
     if search.max_cost_usd is not None:
@@ -123,11 +124,6 @@ def _budget_room(search: Search, flying: dict) -> int:
         spent = search.cost_usd + per_call * len(flying)
         room = min(room, _calls_within(search.max_cost_usd - spent, per_call))
     return room
-
-
-def _cache_tokens(calls) -> float:
-    mean = calls.aggregate(read=Avg("cache_read_tokens"), write=Avg("cache_write_tokens"))
-    return (mean["read"] or 0) + (mean["write"] or 0)
 
 
 def _calls_within(left: float, per_call: float) -> int:
@@ -208,8 +204,7 @@ def kernel_call(search: Search, idea: Idea, variant: int) -> Call:
         return proposer.kernel(problem, shown, IdeaProposal(idea.title, idea.description), variant, brief=brief)
 
     def save(answer, error):
-        proposal, exchange = answer if error is None else (
-            KernelProposal(source="", note=str(error)), error.exchange or Exchange())
+        proposal, exchange = _kernel_answer(answer, error)
         origin = Kernel.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Kernel.Origin.PLAYBOOK
         with transaction.atomic():
             records.lock_search(search.id)
@@ -230,8 +225,7 @@ def repair_call(search: Search, broken: Kernel, turn: int, root: Kernel) -> Call
     failure = context.failure_of(search, broken, turn, root)
 
     def save(answer, error):
-        proposal, exchange = answer if error is None else (
-            KernelProposal(source="", note=str(error)), error.exchange or Exchange())
+        proposal, exchange = _kernel_answer(answer, error)
         with transaction.atomic():
             records.lock_search(search.id)
             call = records.record_call(search, ProposerCall.Purpose.REPAIR, exchange, error=str(error or ""))
@@ -241,6 +235,13 @@ def repair_call(search: Search, broken: Kernel, turn: int, root: Kernel) -> Call
                                 idea=broken.idea, parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}")
 
     return Call(("repair", broken.id), lambda proposer: proposer.repair(problem, shown, failure), save)
+
+
+def _kernel_answer(answer, error: ProposerError | None) -> tuple:
+    """(proposal, exchange) of a kernel call; a failed call becomes a no-code proposal saying why."""
+    if error is None:
+        return answer
+    return KernelProposal(source="", note=str(error)), error.exchange or Exchange()
 
 
 def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
