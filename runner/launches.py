@@ -8,8 +8,8 @@ the kernels themselves. From them it decides, on the untimed calls only (profili
   matched by name against the kernels its source defines (`__global__` functions, `@triton.jit` /
   `@cute.kernel` functions), except the fill and copy kernels of the bookkeeping ops forward may
   use (docs/KERNEL_FORMAT.md lists them);
-- side streams (always): a kernel on a stream other than the timed stream is refused, naming the
-  stream and the kernel.
+- side streams (always, from the second call on): a kernel on a stream other than the timed stream
+  is refused, naming the stream and the kernel.
 It runs inside the candidate's process, so it can only make a verdict stricter, never pass one.
 On the CPU it does nothing: the Python-level counter stays the rule there. Torch is imported
 lazily, only on CUDA.
@@ -94,7 +94,10 @@ def decide(kernels: list[tuple[str, int]], own: set[str], timed_stream: int | No
            call: int) -> findings.Finding | None:
     """The finding for one call's launches [(kernel name, stream)], None when they are within the rules."""
     for name, stream in kernels:
-        if timed_stream is not None and stream != timed_stream:
+        # The first call may warm up and capture a CUDA graph on the side stream torch.cuda.graph needs; it
+        # is never timed, and every later recorded call (which the kernel cannot tell from a timed one)
+        # still has to keep to the timed stream.
+        if timed_stream is not None and stream != timed_stream and call > 1:
             return findings.Finding(
                 f"forward (untimed call {call}) launched {base_name(name)} on stream {stream}, not on the timed "
                 f"stream {timed_stream}: work outside the timed stream is not timed; launch on torch's current "

@@ -24,8 +24,8 @@ GEMM = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x
 RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)"
 
 
-def decide(kernels, allow_library=False):
-    return launches.decide(kernels, OWN, 7, allow_library=allow_library, call=1)
+def decide(kernels, allow_library=False, call=2):
+    return launches.decide(kernels, OWN, 7, allow_library=allow_library, call=call)
 
 
 def test_own_kernel_names_come_from_cuda_and_python_definitions():
@@ -80,6 +80,13 @@ def test_side_stream_work_is_refused_naming_stream_and_kernel_even_with_library_
         found = decide([("add_kernel", 7), (GEMM, 13)], allow_library=allow)
         assert found.code == findings.RULE
         assert "stream 13" in found.reason and "timed stream 7" in found.reason and GEMM in found.reason
+
+
+def test_the_first_call_may_warm_up_and_capture_on_a_side_stream_but_its_kernels_are_still_judged():
+    # torch.cuda.graph captures on a stream of its own; the first call is never timed
+    assert decide([("add_kernel", 13), ("add_kernel", 7)], call=1) is None
+    assert decide([(GEMM, 13)], call=1).code == findings.NO_KERNEL  # a library's capture is still not its own
+    assert decide([("add_kernel", 13)], call=2).code == findings.RULE
 
 
 def test_cute_names_with_prefix_and_suffix_are_own_but_lookalikes_are_not():
