@@ -4,7 +4,7 @@ others, each labelled honest or hack by hand) on the GPU, in library mode, and s
     usage (on the GPU host, from the repo root, after `source scripts/gpu_env.sh`; no Django needed):
         OUT=/tmp/out python3 scripts/gpu_published.py [--timeout 300] [--max-seconds 3000]
                                                       [--level 1 2 3] [--source cuda_l1] [--label honest|hack]
-                                                      [--match TEXT] [OUT_DIR]
+                                                      [--match TEXT] [--parallel N] [--run-refused] [OUT_DIR]
         python3 scripts/gpu_published.py --dry-run       # lists the kernels; runs nothing (works on a CPU box)
 
 Every kernel goes through `runner.Pool(device="cuda").evaluate(problem, kernel, allow_library=True)` with its
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
+import concurrent.futures
 import json
 import os
 import re
@@ -34,6 +36,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("KERNELLAB_BASELINE_COMPILE", "0")  # torch.compile's baseline is not needed here
 
 import runner  # noqa: E402  (plain Python: loads neither torch nor CUDA)
+import runner.evaluation  # noqa: E402
+from runner import findings  # noqa: E402
 from runner.checks import check_findings  # noqa: E402
 
 
@@ -59,6 +63,11 @@ def static_refusal(kernel: dict, kernel_source: str, problem_source: str):
     found = check_findings(kernel_source, reference_source=problem_source, allow_library=True, device="cuda")
     refused = [f for f in found if not f.advisory]
     return refused[0] if refused else None
+
+
+def _refusals_as_advisories(*args, **kwargs):
+    return [dataclasses.replace(f, status=findings.ADVISORY, reason=f"(static refusal, run anyway) {f.reason}")
+            if not f.advisory else f for f in check_findings(*args, **kwargs)]
 
 
 def judge(pool, kernel: dict, args) -> dict:
@@ -169,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", choices=("honest", "hack"))
     parser.add_argument("--match", nargs="*", help="only files whose path contains one of these")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pool-size", type=int, default=2, help="warm sandboxes (default 2)")
+    parser.add_argument("--pool-size", type=int, default=2, help="warm sandboxes (default 2, at least --parallel)")
+    parser.add_argument("--run-refused", action="store_true",
+                        help="run kernels the static checks refuse too (their refusals passed as advisories), to see "
+                             "what the run-time checks make of them; each row keeps its static refusal")
+    parser.add_argument("--parallel", type=int, default=1, help="kernels judged at once (builds overlap; timing "
+                                                              "still takes the device lock one at a time)")
     args = parser.parse_args(argv)
 
     chosen = kernels(args)
@@ -182,22 +196,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(chosen)} kernels", file=sys.stderr)
         return 0
 
+    if args.run_refused:
+        runner.evaluation.check_findings = _refusals_as_advisories
     out_dir = Path(args.out or os.environ.get("OUT") or "/tmp/kernellab-published")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "published.json"
-    started, rows = time.monotonic(), []
-    with runner.Pool(device="cuda", size=args.pool_size) as pool:
-        for kernel in chosen:
-            if args.max_seconds is not None and time.monotonic() - started > args.max_seconds:
-                print(f"time is up after {len(rows)} kernels", file=sys.stderr)
-                break
-            row = judge(pool, kernel, args)
+    started, rows, lock = time.monotonic(), [], threading.Lock()
+
+    def one(kernel: dict) -> None:
+        if args.max_seconds is not None and time.monotonic() - started > args.max_seconds:
+            return  # time is up: left out of the totals, counted as not done
+        row = judge(pool, kernel, args)
+        with lock:
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("file", "label", "hack", "status", "reason_code", "seconds")}
                              | {"reason": row["reason"][:160]}), flush=True)
             tmp = out.with_suffix(".tmp")
             tmp.write_text(json.dumps(summarise(rows, args, started, len(chosen)), indent=1))
             tmp.replace(out)
+
+    with runner.Pool(device="cuda", size=max(args.pool_size, args.parallel)) as pool, \
+            concurrent.futures.ThreadPoolExecutor(args.parallel) as kernels_in_flight:
+        list(kernels_in_flight.map(one, chosen))
+    if len(rows) < len(chosen):
+        print(f"time is up after {len(rows)} of {len(chosen)} kernels", file=sys.stderr)
     summary = summarise(rows, args, started, len(chosen))
     out.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["totals"], indent=1))
