@@ -792,6 +792,18 @@ class Checker:
         if "forward" not in info.methods:
             self.flag(info.node, "ModelNew has no forward method; define forward(self, ...) taking "
                                  "the same inputs as Model.forward")
+        # The runner calls the module and judges forward; a replaced __call__ or forward decides per call
+        # what runs instead, after the judged calls (a held result returned with no work at all).
+        if "__call__" in info.methods:
+            self.flag(info.methods["__call__"], "ModelNew defines __call__, which replaces the call the runner "
+                                                "makes; put the work in forward")
+        for node in ast.walk(info.node):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr in {"forward", "__call__"} \
+                        and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    self.flag(node, f"assigns self.{target.attr}, replacing the method the runner calls after "
+                                    "the first calls; keep one forward that does the work on every call")
 
     def forward_reachable(self, info: ClassInfo) -> list[tuple[ast.FunctionDef, ClassInfo | None]]:
         """forward plus the methods and module functions it calls, transitively."""
@@ -995,53 +1007,118 @@ class Checker:
 
 
 class CallState:
-    """Finds data of one call (its inputs, its outputs) kept in state that outlives it. Their identity
-    (id(), data_ptr(), `is`) is not data: a cache keyed on it is judged at run time, where the same
-    storages come back holding other data (runner/replay.py's IdentitySwap). Nor is a buffer allocated
-    in an input's form (torch.zeros_like(x): a CUDA graph's static input, filled with copy_ each call)."""
+    """Finds a call's data kept or tested against state that outlives the call. A result held across
+    calls is right on a later call only if that call brings the same data back, and the run decides how
+    it could know: by identity (id(), data_ptr(), `is`: runner/replay.py's IdentitySwap writes other data
+    into the same storages), by position or a flag (stale: LateReplay checks timed calls against other
+    sets' truths, and its random untimed calls shift any count), or by content. Only the last is right
+    on every run, so what stays refused is what a content cache needs: a lookup keyed by the data, a
+    comparison of the data with held state, and keeping the call's outputs or its input tensors
+    themselves. Values made from the data (a name picked by timing, a traced module, an RNN's state, a
+    CUDA graph's static input cloned or copy_'d each call) are the run's to judge."""
 
     SHAPE_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
     SHAPE_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "element_size", "ndimension",
                      "nelement", "get_device", "is_floating_point", "data_ptr", "untyped_storage", "storage"}
     ALLOCATIONS = {"empty_like", "zeros_like", "ones_like", "empty", "zeros", "ones", "empty_strided", "new_empty",
                    "new_zeros", "new_ones", "new_empty_strided"}  # not full*: its fill value may be data
+    LOOKUPS = {"get", "setdefault", "pop", "__getitem__", "__contains__", "index", "count"}
+    STORES = {"append", "update", "__setitem__", "add", "insert", "extend", "appendleft"}
+    COMPARISONS = {"equal", "allclose", "isclose", "eq", "ne", "hash"}
 
     def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
         self.facts = facts
         self.module_names = module_names
         self.params = {a.arg for a in func.args.args if a.arg != "self" and a.arg in facts.tensors}
-        self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
-                         for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
                                 for name in n.names}
+        # an input copied into a buffer (x.clone(), buf.copy_(x)): a CUDA graph's static input, never an output
+        copies = {n.func.value.id for n in facts.nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr == "copy_" and isinstance(n.func.value, ast.Name)
+                  and any(isinstance(a, ast.Name) and a.id in self.params for a in n.args)}
+        copies |= {t.id for n in facts.nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                   and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "clone"
+                   and isinstance(n.value.func.value, ast.Name) and n.value.func.value.id in self.params
+                   for t in n.targets if isinstance(t, ast.Name)}
+        self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
+                         for n in ast.walk(r.value) if isinstance(n, ast.Name)} - copies
+        self.derived: set[str] = set()  # locals computed from the data: a key made of it is the data
+        for _ in range(2):
+            for n in facts.nodes:
+                if isinstance(n, ast.Assign) and self.call_data(n.value):
+                    self.derived |= set().union(*(bound_names(t) for t in n.targets))
 
     def caching(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
-            holders = [h for part in [node.left, *node.comparators] if (h := self.holder_in(part))]
-            data = [d for part in [node.left, *node.comparators] if (d := self.call_data(part))]
-            if holders and data:
-                return f"it compares {data[0]} with {holders[0]}, which survives across calls"
+            return self.tested([node.left, *node.comparators])
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            data = self.call_data(node.value)
+            kept = self.kept(node.value)
             for target in targets:
                 holder = self.holder(target, rebinding=True)
-                if holder and data:
-                    return f"it stores {data} in {holder}, which survives across calls"
+                if holder and kept:
+                    return f"it stores {kept} in {holder}, which survives across calls"
                 if holder and isinstance(target, ast.Subscript) and self.call_data(target.slice):
                     return f"it fills {holder} keyed by {self.call_data(target.slice)}"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            holder = self.holder(node.func.value)
-            data = next((d for a in node.args if (d := self.call_data(a))), None)
-            if holder and data and node.func.attr in {"get", "setdefault", "append", "update", "__setitem__",
-                                                      "__getitem__", "add", "insert", "pop"}:
-                return f"it keeps or looks up {data} in {holder}, which survives across calls"
+        if isinstance(node, ast.Call):
+            return self.call_caching(node)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             holder = self.holder(node.value)
             data = self.call_data(node.slice)
             if holder and data:
                 return f"it looks up {holder} by {data}"
         return None
+
+    def call_caching(self, node: ast.Call) -> str | None:
+        name = self.facts.imports.resolve(node.func) or ""
+        method = name.rsplit(".", 1)[-1] if name else getattr(node.func, "attr", getattr(node.func, "id", ""))
+        if method in self.COMPARISONS:  # torch.equal(x, self.prev), x.equal(self.prev)
+            method_call = isinstance(node.func, ast.Attribute) and not self.facts.imports.is_imported_root(node.func)
+            receiver = [node.func.value] if method_call else []
+            return self.tested([*receiver, *node.args])
+        if not isinstance(node.func, ast.Attribute) or not (holder := self.holder(node.func.value)):
+            return None
+        if method in self.LOOKUPS and (data := next((d for a in node.args if (d := self.call_data(a))), None)):
+            return f"it looks up {data} in {holder}, which survives across calls"
+        if method in self.STORES and (kept := next((k for a in node.args if (k := self.kept(a))), None)):
+            return f"it keeps {kept} in {holder}, which survives across calls"
+        return None
+
+    def tested(self, parts: list[ast.AST]) -> str | None:
+        holders = [h for part in parts if (h := self.holder_in(part))]
+        data = [d for part in parts if (d := self.call_data(part))]
+        if holders and data:
+            return f"it compares {data[0]} with {holders[0]}, which survives across calls"
+        return None
+
+    def kept(self, node: ast.AST) -> str | None:
+        """The call's inputs themselves (or views of them) or its outputs (or copies) in node: what a
+        cache holds. A clone of an input is a buffer (a CUDA graph's static input), not the input."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return next((k for e in node.elts if (k := self.kept(e))), None)
+        if self.allocation(node):
+            return None
+        if isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in VIEW_METHODS | {"clone", "detach"}:
+            inner = node.value if isinstance(node, ast.Subscript) else node.func.value
+            found = self.kept(inner)
+            clone = isinstance(node, ast.Call) and node.func.attr == "clone"
+            if found and not (found.startswith("the input") and clone):
+                return found
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                return f"the input {node.id}"
+            if node.id in self.returned and self.facts.is_tensor(node):
+                return f"the output {node.id}"
+        return None
+
+    def allocation(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        name = self.facts.imports.resolve(node.func) or ""
+        return (under(name, "torch") or isinstance(node.func, ast.Attribute)) \
+            and name.rsplit(".", 1)[-1] in self.ALLOCATIONS
 
     def holder(self, target: ast.AST, *, rebinding: bool = False) -> str | None:
         """The cross-call state target belongs to: self.x or a module global. A plain name that an
@@ -1071,19 +1148,17 @@ class CallState:
         if isinstance(node, ast.Attribute) and node.attr in self.SHAPE_ATTRIBUTES:
             return None
         if isinstance(node, ast.Call):
-            name = self.facts.imports.resolve(node.func) or ""
             if isinstance(node.func, ast.Attribute) and node.func.attr in self.SHAPE_METHODS:
                 return None
-            if isinstance(node.func, ast.Name) and node.func.id == "id":
-                return None
-            if (under(name, "torch") or isinstance(node.func, ast.Attribute)) \
-                    and name.rsplit(".", 1)[-1] in self.ALLOCATIONS:
+            if isinstance(node.func, ast.Name) and node.func.id == "id" or self.allocation(node):
                 return None
         if isinstance(node, ast.Name):
             if node.id in self.params:
                 return f"the input {node.id}"
             if node.id in self.returned and self.facts.is_tensor(node):
                 return f"the output {node.id}"
+            if node.id in self.derived:
+                return f"{node.id}, made from the inputs"
             return None
         for child in ast.iter_child_nodes(node):
             found = self.call_data(child)

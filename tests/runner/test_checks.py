@@ -539,6 +539,81 @@ def test_identity_and_static_buffers_are_judged_at_run_time(forward):
     assert reasons(kernel(forward=forward)) == []
 
 
+@pytest.mark.parametrize("forward, words", [
+    ("key = x.sum().item()\nif key in self.cache:\n    return self.cache[key]\nout = torch.empty_like(x)\n"
+     "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.cache[key] = out.clone()\nreturn out", "key, made from"),
+    ("if self.prev is not None and torch.equal(x, self.prev):\n    return self.out.clone()\n"
+     "self.prev = x.clone()\nself.out = torch.empty_like(x)\nLIB.run(x.data_ptr(), self.out.data_ptr(), x.numel())\n"
+     "return self.out", "compares the input x with self.prev"),
+    ("if x.equal(self.prev):\n    return self.out\nreturn x.view(-1)", "self.prev"),
+    ("out = torch.empty_like(x)\nLIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.outs.append(out)\n"
+     "return out", "keeps the output out in self.outs"),
+], ids=["content-key", "torch.equal", "Tensor.equal", "outputs-kept"])
+def test_content_caches_stay_refused(forward, words):
+    """A cache keyed on the data itself is right on every run: no run-time check tells it from honest work."""
+    assert_flagged(kernel(forward=forward), words)
+
+
+STEP = """
+def _pick(x):
+    return "rows"
+
+
+def _step(x, h):
+    out = torch.empty_like(x)
+    LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+    return out
+"""
+
+
+@pytest.mark.parametrize("forward", [
+    # a method picked by timing on the first call: a name, judged on every later call
+    "if self.best is None:\n    self.best = _pick(x)\nout = torch.empty_like(x)\n"
+    "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nreturn out",
+    # a CUDA graph's static input: cloned on the first call, copy_'d on every later one
+    "if self.static_in is None:\n    self.static_in = x.clone()\n    self.static_out = torch.empty_like(x)\n"
+    "self.static_in.copy_(x)\nLIB.run(self.static_in.data_ptr(), self.static_out.data_ptr(), x.numel())\n"
+    "return self.static_out",
+    # state carried from call to call, as the reference's RNN does
+    "self.hidden = _step(x, self.hidden)\nreturn self.hidden",
+    # a per-call scratch dict
+    "self.scratch = {}\nself.scratch['a'] = _step(x, x)\nout = _step(self.scratch['a'], x)\n"
+    "self.scratch = {}\nreturn out",
+], ids=["picked-by-timing", "graph-clone-then-copy", "rnn-state", "per-call-dict"])
+def test_values_made_from_the_inputs_are_judged_at_run_time(forward):
+    """Kept across calls with no test of the data: a stale value is caught by the replay against other
+    input sets (runner/replay.LateReplay), one keyed on identity by the swapped calls (IdentitySwap)."""
+    assert reasons(kernel(forward=forward, extra=STEP)) == []
+
+
+def test_helper_modules_keep_their_construction_arguments():
+    source = kernel(forward="return self.block(x)", extra=STEP + """
+
+class Fused(nn.Module):
+    def __init__(self, conv):
+        super().__init__()
+        self.groups = conv.groups
+        self.bn = nn.BatchNorm2d(conv.out_channels)
+
+    def forward(self, x):
+        return _step(x, x)
+""").replace("super().__init__()\n\n    def forward",
+             "super().__init__()\n        self.block = Fused(nn.Conv2d(3, 3, 1))\n\n    def forward")
+    assert "self.block = Fused" in source
+    assert reasons(source) == []
+
+
+@pytest.mark.parametrize("forward", ["self.forward = self.fast\nreturn self.fast(x)",
+                                     "self.__call__ = lambda *a: self.out\nreturn x.view(-1)"])
+def test_replacing_the_called_method_is_refused(forward):
+    assert_flagged(kernel(forward=forward), "replacing the method the runner calls")
+
+
+def test_defining_call_is_refused():
+    source = kernel().replace("    def forward(self, x):",
+                              "    def __call__(self, x):\n        return self.forward(x)\n\n    def forward(self, x):")
+    assert_flagged(source, "defines __call__")
+
 def test_memoizing_decorator():
     source = kernel(forward="return run(x)", extra='''
     import functools
