@@ -136,6 +136,13 @@ CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_
 # Everything else under torch._C stays refused.
 ATEN_NAMESPACES = ("torch._C._nn", "torch._C._linalg", "torch._C._fft", "torch._C._special",
                    "torch._C._VariableFunctions")
+# TorchScript's own settings and its fusion pass: they change how the candidate's traced or scripted
+# modules run, in its own process; eager PyTorch (the reference, the baselines) never reads them.
+TORCHSCRIPT_SETTINGS = {f"torch._C.{n}" for n in (
+    "_jit_set_profiling_executor", "_jit_set_profiling_mode", "_jit_set_nvfuser_enabled",
+    "_jit_set_texpr_fuser_enabled", "_jit_override_can_fuse_on_gpu", "_jit_override_can_fuse_on_cpu",
+    "_jit_set_bailout_depth", "_jit_set_fusion_strategy", "_debug_set_autodiff_subgraph_inlining",
+    "_jit_pass_fuse")}
 # Environment variables a kernel may set: options for the compilers it runs (load_inline, nvcc, the C
 # compiler's flags). None is read by the runner's own code in the sandbox (a test checks), which keeps
 # every other write refused: thread counts, caches, devices, the compiler binaries themselves.
@@ -212,6 +219,15 @@ def collect_imports(tree: ast.Module) -> Imports:
 
 def _constant_text(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def literal(node: ast.AST) -> bool:
+    """A constant, or constants combined by operators (`4 * 1024 ** 3`, `-1`)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return literal(node.operand)
+    return isinstance(node, ast.BinOp) and literal(node.left) and literal(node.right)
 
 
 def _env_keys(name: str, node: ast.Call) -> set[str] | None:
@@ -632,8 +648,10 @@ class Checker:
             return
         name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
         if isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign) and (
-                name in BACKEND_FLAGS or under(name, "torch.backends") and isinstance(stmt.value, ast.Constant)):
-            return  # a flag of the field's, or a setting the run watches (runner/globalstate.py) set to a value
+                name in BACKEND_FLAGS or under(name, "torch.backends") and literal(stmt.value)):
+            # a flag of the field's, or a setting set to a literal: the run judges the value left
+            # (runner/globalstate.py), and a literal cannot stand in for a function the runner calls
+            return
         if under(name, "os.environ"):
             key = _constant_text(target.slice) if isinstance(target, ast.Subscript) and name == "os.environ" else None
             if key not in COMPILER_ENV or isinstance(stmt, ast.Delete):
@@ -678,6 +696,10 @@ class Checker:
 
     def check_introspection(self) -> None:
         aten_parts: set[int] = set()  # ast.walk visits an attribute before the parts of its name
+        # hasattr(torch._C, "name") only asks whether a name exists
+        aten_parts |= {id(n.args[0]) for n in ast.walk(self.tree) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Name) and n.func.id == "hasattr" and len(n.args) == 2
+                       and isinstance(n.args[1], ast.Constant)}
         recording_parts: set[int] = set()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Attribute):
@@ -698,8 +720,8 @@ class Checker:
                                     "data_ptr() values to your own compiled function instead")
                 if id(node) in aten_parts:
                     continue
-                if under(name, *ATEN_NAMESPACES) and name not in ATEN_NAMESPACES:
-                    # An aten op, computing like a torch.* call (check_compute judges it as one).
+                if under(name, *ATEN_NAMESPACES) and name not in ATEN_NAMESPACES or name in TORCHSCRIPT_SETTINGS:
+                    # An aten op (check_compute judges it as a torch.* call) or a TorchScript setting.
                     parent = node.value
                     while isinstance(parent, ast.Attribute):  # torch._C._nn and torch._C: parts of this name
                         aten_parts.add(id(parent))

@@ -222,6 +222,8 @@ def test_module_level_try_without_fallback_is_clean():
     "setattr(torch, 'allclose', lambda *a, **k: True)",
     "torch.__dict__['allclose'] = lambda *a, **k: True",
     "torch.backends.cudnn.enabled = ENABLED",  # a value the source does not say (set ones: the run decides)
+    "torch.backends.cudnn.workspace_limit = LIMIT",  # not a literal: could replace a function torch.backends has
+    "torch.backends.cuda.flash_sdp_enabled = lambda: True",
     "del torch.backends.cudnn.benchmark",
     "import time\ntime.perf_counter = lambda: 0.0",
     "from time import perf_counter\nperf_counter.__call__ = None",
@@ -240,6 +242,9 @@ def test_monkey_patching(patch):
     "torch.backends.cudnn.allow_tf32 = True",
     "torch.backends.cuda.matmul.allow_tf32 = True",
     "torch.set_float32_matmul_precision('high')",
+    # judged by the value left (runner/globalstate.py); an attribute torch lacks is read by nothing
+    "torch.backends.cudnn.deterministic = False\ntorch.backends.cudnn.enabled = True",
+    "if hasattr(torch.backends.cudnn, 'workspace_limit'):\n    torch.backends.cudnn.workspace_limit = 4 * 1024 ** 3",
 ])
 def test_backend_flags_the_field_sets_are_allowed(flag):
     """Timed apart at run time (eager under the kernel's flags), so the flag's own effect is never credited."""
@@ -423,6 +428,25 @@ def test_torch_c_aten_namespaces_are_library_calls(call):
     assert found and not any("internals" in r for r in found) and any("forward computes with" in r for r in found)
     assert_flagged(kernel(forward="return torch._C._get_tracing_state()"), "PyTorch internals", allow_library=True)
 
+
+@pytest.mark.parametrize("extra", [
+    "torch._C._jit_set_profiling_executor(True)\ntorch._C._jit_set_profiling_mode(False)",
+    "if hasattr(torch._C, '_jit_override_can_fuse_on_gpu'):\n    torch._C._jit_override_can_fuse_on_gpu(True)",
+    "torch._C._jit_set_texpr_fuser_enabled(True)\ntorch._C._jit_set_bailout_depth(20)",
+])
+def test_torchscript_settings_are_allowed(extra):
+    """They change how the candidate's own traced modules run; eager PyTorch (the reference, the baselines)
+    never reads them."""
+    assert reasons(kernel(extra=extra)) == []
+
+
+@pytest.mark.parametrize("extra", [
+    "f = torch._C._jit_cuda_compile",  # absent from torch, or an internal entry point: the checks cannot tell
+    "if hasattr(torch._C, '_jit_set_profiling_mode'):\n    torch._C._set_graph_executor_optimize(False)",
+    "torch._C._jit_set_profiling_executor = lambda v: None",
+])
+def test_other_torch_c_names_stay_refused(extra):
+    assert_flagged(kernel(extra=extra), "torch._C")
 
 # --- the reference's own op and PyTorch compute in forward -------------------------------------------
 

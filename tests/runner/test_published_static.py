@@ -46,10 +46,10 @@ KNOWN_FALSE_REFUSALS = {
         "environ: 'writes os.environ[TORCH_CUDA_VERBOSE]'; a logging switch set before its build",
     _C + "level1_22_Tanh__cuda_l1.py":
         "stream: 'calls cupy.cuda.Stream'; the CuPy stream is synchronized before forward returns",
-    _C + "level1_54_conv_standard_3D__square_input__square_kernel__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.deterministic'; set to False, PyTorch's default",
     _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.workspace_limit'; behind hasattr, an attribute PyTorch lacks",
+        "flags: 'assigns torch.backends.cudnn.workspace_limit' from a variable (restoring a saved value; an "
+        "attribute PyTorch lacks): only literals are taken under torch.backends, where a variable could hold a "
+        "function replacing one the runner calls",
     _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
         "stream: 'calls torch.cuda.Stream'; per-group streams, then torch.cuda.synchronize() before the cat",
     _C + "level1_90_cumprod__cuda_l1.py":
@@ -59,9 +59,8 @@ KNOWN_FALSE_REFUSALS = {
     _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1_v2.py":
         "environ: 'writes os.environ[PYTORCH_CUDA_ALLOC_CONF]'; an allocator split-size setting",
     _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs",
-    _C + "level2_24_Conv3d_Min_Softmax__cuda_l1.py":
-        "torch_C: 'uses torch._C'; toggles TorchScript fuser flags",
+        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs; "
+        "the checks cannot tell an absent internal from a present one, and only TorchScript's settings are allowed",
     _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1.py":
         "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
     _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1_v2.py":
@@ -70,16 +69,8 @@ KNOWN_FALSE_REFUSALS = {
         "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
     _C + "level2_49_ConvTranspose3d_Softmax_Sigmoid__cuda_l1.py":
         "environ: 'writes os.environ[CUDA_MODULE_LOADING]'; LAZY module loading",
-    _C + "level2_62_Matmul_GroupNorm_LeakyReLU_Sum__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_set_profiling_executor'; TorchScript executor flags",
-    _C + "level3_9_ResNet18__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.enabled'; set to True, the default",
-    _C + "level3_22_EfficientNetB0__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_set_profiling_mode'; TorchScript profiling flags",
     _C + "level3_28_VisionTransformer__cuda_l1.py":
         "model_copy: 'uses the reference class Model'; its own copy, only to reproduce the parameter init",
-    _C + "level3_41_GRUBirectional__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.workspace_limit'; not a PyTorch flag, no effect",
     _T + "level3_6_GoogleNetInceptionModule__gemini25pro.py":
         "model_copy: 'inherits from the reference Model'; subclasses its own in-file copy of Model",
     _H + "level2_83_Conv3d_GroupNorm_Min_Clamp_Dropout__kimi_k2.py":
