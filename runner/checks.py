@@ -143,13 +143,19 @@ TORCHSCRIPT_SETTINGS = {f"torch._C.{n}" for n in (
     "_jit_set_texpr_fuser_enabled", "_jit_override_can_fuse_on_gpu", "_jit_override_can_fuse_on_cpu",
     "_jit_set_bailout_depth", "_jit_set_fusion_strategy", "_debug_set_autodiff_subgraph_inlining",
     "_jit_pass_fuse")}
+# torch.compile's settings: they configure only the candidate's own torch.compile (a library call); the
+# torch.compile baseline is measured in the problem's sandbox, never in the candidate's.
+COMPILER_CONFIGS = ("torch._dynamo.config", "torch._inductor.config")
 # Environment variables a kernel may set: options for the compilers it runs (load_inline, nvcc, the C
-# compiler's flags). None is read by the runner's own code in the sandbox (a test checks), which keeps
-# every other write refused: thread counts, caches, devices, the compiler binaries themselves.
-COMPILER_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_FLAGS",
-                "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TORCH_NVCC_FLAGS", "CUDAFLAGS"}
-ENV_WRITE = ("writes os.environ{what}, which the runner sets (thread count, caches, devices); only compiler "
-             "options may be set there (" + ", ".join(sorted(COMPILER_ENV)) + "); pass others as arguments")
+# compiler's flags, the build's verbosity) and for how its own process allocates device memory and loads
+# CUDA modules. None is read by the runner's own code in the sandbox (a test checks), which keeps every
+# other write refused: thread counts, caches, devices, the compiler binaries themselves.
+KERNEL_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_FLAGS",
+              "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TORCH_NVCC_FLAGS", "CUDAFLAGS", "TORCH_CUDA_VERBOSE",
+              "PYTORCH_CUDA_ALLOC_CONF", "CUDA_MODULE_LOADING"}
+ENV_WRITE = ("writes os.environ{what}, which the runner sets (thread count, caches, devices); only options of "
+             "the kernel's own build, allocator and module loading may be set there ("
+             + ", ".join(sorted(KERNEL_ENV)) + "); pass others as arguments")
 
 # Patterns inside embedded C/C++/CUDA source strings.
 SOURCE_PATTERNS = (
@@ -652,9 +658,11 @@ class Checker:
             # a flag of the field's, or a setting set to a literal: the run judges the value left
             # (runner/globalstate.py), and a literal cannot stand in for a function the runner calls
             return
+        if isinstance(stmt, ast.Assign) and under(name, *COMPILER_CONFIGS) and literal(stmt.value):
+            return
         if under(name, "os.environ"):
             key = _constant_text(target.slice) if isinstance(target, ast.Subscript) and name == "os.environ" else None
-            if key not in COMPILER_ENV or isinstance(stmt, ast.Delete):
+            if key not in KERNEL_ENV or isinstance(stmt, ast.Delete):
                 self.flag(stmt, ENV_WRITE.format(what=f"[{key!r}]" if key else ""))
         elif under(name, "sys.modules"):
             self.flag(stmt, "replaces entries of sys.modules; import modules normally and do not replace them")
@@ -678,8 +686,8 @@ class Checker:
         if under(name, "os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault",
                  "os.environ.pop", "os.environ.clear"):
             keys = _env_keys(name, node)
-            if keys is None or not keys <= COMPILER_ENV:
-                shown = f" ({', '.join(sorted(keys - COMPILER_ENV))})" if keys else ""
+            if keys is None or not keys <= KERNEL_ENV:
+                shown = f" ({', '.join(sorted(keys - KERNEL_ENV))})" if keys else ""
                 self.flag(node, ENV_WRITE.format(what=shown))
         if under(name, "os.fork", "os.forkpty", "os.register_at_fork"):
             self.flag(node, f"calls {name}, which starts work the timer cannot see; do all work inside forward")

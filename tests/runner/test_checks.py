@@ -251,6 +251,19 @@ def test_backend_flags_the_field_sets_are_allowed(flag):
     assert reasons(kernel(extra=flag)) == []
 
 
+@pytest.mark.parametrize("extra, allowed", [
+    ("torch._dynamo.config.cache_size_limit = 64\ntorch._dynamo.config.suppress_errors = True", True),
+    ("torch._inductor.config.coordinate_descent_tuning = True\ntorch._inductor.config.triton.autotune_pointwise = 1",
+     True),
+    ("torch._inductor.config.post_grad_custom_pass = run", False),  # not a literal: code it would run
+    ("del torch._dynamo.config.cache_size_limit", False),
+    ("torch._dynamo.eval_frame.innermost_fn = None", False),
+])
+def test_torch_compile_settings_may_be_set_to_literals(extra, allowed):
+    """They configure only the candidate's own torch.compile; the compile baseline is the problem sandbox's."""
+    found = reasons(kernel(extra="def run(g):\n    return g\n" + extra), allow_library=True)
+    assert (found == []) == allowed, found
+
 @pytest.mark.parametrize("extra, words", [
     ("__builtins__['max'] = None", "__builtins__"),
     ("import sys\nsys.modules['torch.testing'] = None", "sys.modules"),
@@ -274,8 +287,11 @@ def test_changes_to_global_state(extra, words):
     "os.environ.update({'CFLAGS': '-O3', 'LDFLAGS': '-lm'})",
     "os.environ.update(MAX_JOBS='2')",
     "os.putenv('TORCH_NVCC_FLAGS', '-Xptxas -v')",
+    "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'max_split_size_mb:128'",
+    "os.environ['CUDA_MODULE_LOADING'] = 'LAZY'",
+    "os.environ['TORCH_CUDA_VERBOSE'] = '0'",
 ])
-def test_compiler_options_may_be_set_in_the_environment(extra):
+def test_build_and_allocator_options_may_be_set_in_the_environment(extra):
     assert reasons(kernel(extra=extra)) == []
 
 
@@ -287,6 +303,8 @@ def test_compiler_options_may_be_set_in_the_environment(extra):
     "os.environ.update({'MAX_JOBS': '2', 'OMP_NUM_THREADS': '64'})",
     "key = 'MAX_JOBS'\nos.environ[key] = '2'",
     "os.environ.update(dict(MAX_JOBS='2'))",
+    "os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'",
+    "os.environ['CUDA_LAUNCH_BLOCKING'] = '1'",
 ])
 def test_other_environment_writes_stay_refused(extra):
     assert_flagged(kernel(extra=extra), "os.environ")
@@ -297,14 +315,14 @@ def test_no_variable_the_runner_reads_may_be_written():
     import re
     from pathlib import Path
 
-    from runner.checks import COMPILER_ENV
+    from runner.checks import KERNEL_ENV
 
     read = set()
     for path in (Path(__file__).resolve().parents[2] / "runner").glob("*.py"):
         read |= set(re.findall(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\(|environ\[|getenv\()\s*["']([A-Z_][A-Z0-9_]*)["']""",
                                path.read_text()))
     assert {"KERNELLAB_THREADS", "TRITON_CACHE_DIR", "CC", "CUDA_VISIBLE_DEVICES"} <= read  # the scan finds them
-    assert not read & COMPILER_ENV
+    assert not read & KERNEL_ENV
     for name in sorted(read):
         assert_flagged(kernel(extra=f"os.environ[{name!r}] = '1'"), "os.environ")
 

@@ -42,8 +42,6 @@ _H = "kernels/hzeng2000_kernelbench/"
 KNOWN_FALSE_REFUSALS = {
     _C + "level1_7_Matmul_with_small_K_dimension___cuda_l1.py":
         "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level1_10_3D_tensor_matrix_multiplication__cuda_l1.py":
-        "environ: 'writes os.environ[TORCH_CUDA_VERBOSE]'; a logging switch set before its build",
     _C + "level1_22_Tanh__cuda_l1.py":
         "stream: 'calls cupy.cuda.Stream'; the CuPy stream is synchronized before forward returns",
     _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
@@ -54,10 +52,6 @@ KNOWN_FALSE_REFUSALS = {
         "stream: 'calls torch.cuda.Stream'; per-group streams, then torch.cuda.synchronize() before the cat",
     _C + "level1_90_cumprod__cuda_l1.py":
         "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1.py":
-        "dynamo: 'assigns torch._dynamo.config.cache_size_limit'; configuring its own torch.compile",
-    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1_v2.py":
-        "environ: 'writes os.environ[PYTORCH_CUDA_ALLOC_CONF]'; an allocator split-size setting",
     _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
         "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs; "
         "the checks cannot tell an absent internal from a present one, and only TorchScript's settings are allowed",
@@ -67,8 +61,6 @@ KNOWN_FALSE_REFUSALS = {
         "stream: 'calls torch.cuda.Stream'; never used; CUDA graphs replay on copied inputs",
     _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1_v2.py":
         "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
-    _C + "level2_49_ConvTranspose3d_Softmax_Sigmoid__cuda_l1.py":
-        "environ: 'writes os.environ[CUDA_MODULE_LOADING]'; LAZY module loading",
     _C + "level3_28_VisionTransformer__cuda_l1.py":
         "model_copy: 'uses the reference class Model'; its own copy, only to reproduce the parameter init",
     _T + "level3_6_GoogleNetInceptionModule__gemini25pro.py":
