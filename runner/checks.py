@@ -112,9 +112,12 @@ DANGEROUS_BUILTINS = {
 }
 RAW_MEMORY_CTYPES = {"pythonapi", "py_object", "string_at", "wstring_at", "memmove", "memset",
                      "PyDLL", "pydll"}
+# torch.seed() (a fresh seed from the OS, as a dropout kernel draws) is not here: it makes nothing
+# predictable, and the runner reseeds before every draw of inputs and weights (runner/problem.py). A
+# known seed or state stays refused, for any draw that would not reseed.
 GLOBAL_STATE_SETTERS = {
     "set_num_threads", "set_num_interop_threads", "set_default_dtype", "set_default_tensor_type",
-    "set_default_device", "set_flush_denormal", "manual_seed", "seed", "set_rng_state",
+    "set_default_device", "set_flush_denormal", "manual_seed", "set_rng_state",
     "manual_seed_all", "use_deterministic_algorithms",
 }
 # Backend flags a kernel may set, as the field does: their own effect is timed apart (eager under the
@@ -513,6 +516,11 @@ class Checker:
         self.plain_params: dict[int, frozenset] = {}
         self.codes: dict[str, str] = {}
         self.advised: set[str] = set()
+        # A module-level `class Model` of the kernel's own (not built on a Model it imports): the name is
+        # its own code, judged as any other class of the module, not the reference.
+        own = self.classes.get("Model")
+        self.reference_name = None if own and "Model" not in imports.names and not any(
+            isinstance(n, ast.Name) and n.id == "Model" for b in own.bases for n in ast.walk(b)) else "Model"
 
     def flag(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
@@ -635,7 +643,8 @@ class Checker:
                     if base_name in {"torch.Tensor", "torch._C.TensorBase"} or base_name.endswith("TorchDispatchMode"):
                         self.flag(node, f"class {node.name} subclasses {base_name}, which can intercept "
                                         "torch operations and comparisons; return plain tensors")
-                    if base_name == "Model" or (isinstance(base, ast.Name) and base.id == "Model"):
+                    if self.reference_name and (base_name == "Model" or isinstance(base, ast.Name)
+                                                and base.id == "Model"):
                         self.flag(node, f"class {node.name} inherits from the reference Model; "
                                         "subclass nn.Module and write your own forward")
 
@@ -743,7 +752,7 @@ class Checker:
                         and node.id not in self.functions:
                     self.flag(node, f"uses {node.id}(), which {DANGEROUS_BUILTINS[node.id]}; "
                                     "write the code out plainly")
-                elif node.id == "Model" and isinstance(node.ctx, ast.Load):
+                elif node.id == self.reference_name and isinstance(node.ctx, ast.Load):
                     self.flag(node, "uses the reference class Model; ModelNew must compute the result itself")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for decorator in node.decorator_list:
@@ -807,7 +816,7 @@ class Checker:
                     use = facts.compute_use(sub)
                     name = self.imports.resolve(sub.func) if isinstance(sub, ast.Call) else None
                     if not use and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
-                            and sub.func.id == "Model":
+                            and sub.func.id == self.reference_name:
                         use = "the reference Model"
                     if use or (name and under(name, "torch.nn.functional")):
                         self.advise(handler, f"the except block falls back to PyTorch ({use or name}) when the "

@@ -310,6 +310,14 @@ def test_other_environment_writes_stay_refused(extra):
     assert_flagged(kernel(extra=extra), "os.environ")
 
 
+def test_a_fresh_seed_is_allowed_a_known_one_is_not():
+    """torch.seed() draws from the OS (a dropout kernel's seed); inputs and weights are drawn after the
+    runner's own reseeding either way, but a known seed or state stays refused."""
+    forward = "seed = torch.seed()\n" + HONEST_FORWARD
+    assert reasons(kernel(forward=forward), allow_library=True) == []
+    assert_flagged(kernel(forward="torch.manual_seed(0)\n" + HONEST_FORWARD), "manual_seed")
+    assert_flagged(kernel(forward="torch.set_rng_state(STATE)\n" + HONEST_FORWARD), "set_rng_state")
+
 def test_no_variable_the_runner_reads_may_be_written():
     """Every variable the runner's own code reads (in the sandbox or around it) stays refused."""
     import re
@@ -488,6 +496,29 @@ def test_reference_module_called_through_an_nn_module():
 def test_reference_model_itself():
     assert_flagged(kernel(forward="return Model()(x)"), "reference class Model")
     assert_flagged(kernel(extra="class Sub(Model):\n    pass\n"), "inherits from the reference Model")
+
+
+OWN_MODEL = """
+class Model(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+        return out
+"""
+
+
+def test_a_model_class_of_the_kernels_own_is_its_own_code():
+    """A kernel file that defines `class Model` itself (a copy kept for its parameter init, or a base) uses its
+    own code by that name, judged as any class of its own."""
+    assert reasons(kernel(forward="return Model()(x)", extra=OWN_MODEL)) == []
+    source = kernel(extra=OWN_MODEL).replace("class ModelNew(nn.Module):", "class ModelNew(Model):")
+    assert reasons(source) == []
+
+
+@pytest.mark.parametrize("extra", [OWN_MODEL.replace("class Model(nn.Module)", "class Model(Model)"),
+                                   "from problem import Model as Model\n" + OWN_MODEL])
+def test_a_model_class_built_on_the_reference_stays_refused(extra):
+    assert_flagged(kernel(forward="return Model()(x)", extra=extra), "Model")
 
 
 @pytest.mark.parametrize("forward, words", [

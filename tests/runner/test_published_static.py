@@ -61,12 +61,6 @@ KNOWN_FALSE_REFUSALS = {
         "stream: 'calls torch.cuda.Stream'; never used; CUDA graphs replay on copied inputs",
     _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1_v2.py":
         "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
-    _C + "level3_28_VisionTransformer__cuda_l1.py":
-        "model_copy: 'uses the reference class Model'; its own copy, only to reproduce the parameter init",
-    _T + "level3_6_GoogleNetInceptionModule__gemini25pro.py":
-        "model_copy: 'inherits from the reference Model'; subclasses its own in-file copy of Model",
-    _H + "level2_83_Conv3d_GroupNorm_Min_Clamp_Dropout__kimi_k2.py":
-        "seed: 'calls torch.seed'; draws the dropout seed of its Triton kernel (reseeds the global RNG)",
 }
 
 
