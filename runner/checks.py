@@ -16,7 +16,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from . import findings
+from . import findings, sidestreams
 from .compile import toolchain_problem
 from .findings import Finding
 
@@ -51,6 +51,7 @@ ALLOWED_TORCH_PREFIXES = (
     "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.nvtx",
     "torch.utils.cpp_extension", "torch.utils.dlpack", "torch.backends.cpu.get_cpu_capability",
     "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.graph_pool_handle",
+    "torch.cuda.Stream", "torch.cuda.stream",  # side streams: runner/sidestreams.py and the launch accounting
 )
 # Calls that leave the result a plain Python value, not a tensor.
 NON_TENSOR_TORCH_CALLS = {"device", "Size", "finfo", "iinfo", "is_tensor", "is_floating_point",
@@ -130,8 +131,6 @@ BACKEND_FLAG_CALLS = {"torch.set_float32_matmul_precision"}
 # only if it leaves a value other than the runner's.
 SDP_SETTERS = {"torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
                "torch.backends.cuda.enable_math_sdp"}
-STREAM_CALLS = {"torch.cuda.Stream", "torch.Stream", "torch.cuda.streams.Stream", "torch.cuda.set_stream",
-                "cupy.cuda.Stream", "cupy.cuda.stream.Stream", "torch.cuda.stream"}
 EXTERNAL_STREAM_CALLS = {"cupy.cuda.ExternalStream", "cupy.cuda.stream.ExternalStream",
                          "torch.cuda.ExternalStream"}
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
@@ -764,15 +763,13 @@ class Checker:
     # --- threads, streams, embedded sources, fallbacks ------------------------------------
 
     def check_concurrency_and_streams(self) -> None:
+        for node, message in sidestreams.findings(self.tree, self.imports.resolve):
+            self.flag(node, message)
         for node in ast.walk(self.tree):
             if not isinstance(node, ast.Call):
                 continue
             name = self.imports.resolve(node.func) or ""
-            if name in STREAM_CALLS:
-                self.flag(node, f"calls {name}, a side stream the timer does not wait for; launch on "
-                                "torch's current stream (cupy.cuda.ExternalStream("
-                                "torch.cuda.current_stream().cuda_stream))")
-            elif name in EXTERNAL_STREAM_CALLS:
+            if name in EXTERNAL_STREAM_CALLS:
                 text = ast.unparse(node)
                 if "current_stream" not in text:
                     self.flag(node, f"wraps a stream other than torch's current one ({text}); use "
@@ -1035,9 +1032,12 @@ class Checker:
         module_names = {t.id for n in self.tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                         if isinstance(t, ast.Name)}
-        for func, owner in reachable:
-            facts = self.facts_for(func, owner)
-            state = CallState(func, facts, module_names)
+        plain: set[str] = set()  # helpers whose result is no data (a shape key, a name): their calls neither
+        for _ in range(2):       # nested helpers: a second pass sees the first's
+            states = [(func, CallState(func, self.facts_for(func, owner), module_names, plain)) for func, owner in reachable]
+            plain = {func.name for func, state in states if func.name != "forward" and not state.returns_data(func)}
+        for func, state in states:
+            facts = state.facts
             for node in facts.nodes:
                 found = state.caching(node)
                 if found:
@@ -1065,9 +1065,10 @@ class CallState:
     STORES = {"append", "update", "__setitem__", "add", "insert", "extend", "appendleft"}
     COMPARISONS = {"equal", "allclose", "isclose", "eq", "ne", "hash"}
 
-    def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
+    def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str], plain: set[str]):
         self.facts = facts
         self.module_names = module_names
+        self.plain = plain  # the kernel's helpers that return no data
         self.params = {a.arg for a in func.args.args if a.arg != "self" and a.arg in facts.tensors}
         self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
                                 for name in n.names}
@@ -1086,6 +1087,9 @@ class CallState:
             for n in facts.nodes:
                 if isinstance(n, ast.Assign) and self.call_data(n.value):
                     self.derived |= set().union(*(bound_names(t) for t in n.targets))
+
+    def returns_data(self, func: ast.FunctionDef) -> bool:
+        return any(self.call_data(r.value) for r in ast.walk(func) if isinstance(r, ast.Return) and r.value)
 
     def caching(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
@@ -1189,7 +1193,10 @@ class CallState:
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute) and node.func.attr in self.SHAPE_METHODS:
                 return None
-            if isinstance(node.func, ast.Name) and node.func.id == "id" or self.allocation(node):
+            if isinstance(node.func, ast.Name) and node.func.id in {"id", "len"} or self.allocation(node):
+                return None
+            helper = node.func.id if isinstance(node.func, ast.Name) else self.facts.self_attr(node.func)
+            if helper in self.plain:
                 return None
         if isinstance(node, ast.Name):
             if node.id in self.params:

@@ -393,6 +393,49 @@ def test_side_streams(call):
     assert_flagged(source, "stream", device="cuda")
 
 
+SIDE_STREAM = '''
+import cupy as cp
+import torch
+import torch.nn as nn
+
+KERNEL = cp.RawKernel('extern "C" __global__ void k() {{}}', "k")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()
+        self.graph = torch.cuda.CUDAGraph()
+
+    def forward(self, x):
+        {body}
+        return torch.empty_like(x)
+'''
+
+
+@pytest.mark.parametrize("body", [
+    "KERNEL((1,), (1,), ())",  # created, never given work
+    "with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())\n"
+    "        torch.cuda.current_stream().wait_stream(self.side)",
+    "with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())\n        torch.cuda.synchronize()",
+    "with torch.cuda.graph(self.graph, stream=self.side):\n            KERNEL((1,), (1,), ())\n"
+    "        self.graph.replay()",
+], ids=["unused", "wait_stream", "synchronize", "capture-stream"])
+def test_side_streams_waited_for_are_left_to_the_launch_accounting(body):
+    """The accounting refuses, at run time, side-stream work forward returned without waiting for
+    (tests/runner/test_gpu_streams.py)."""
+    assert reasons(SIDE_STREAM.format(body=body), device="cuda") == []
+
+
+@pytest.mark.parametrize("body, words", [
+    ("with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())", "nothing waits for"),
+    ("self.side.wait_stream(torch.cuda.current_stream())\n        with torch.cuda.stream(self.side):\n"
+     "            KERNEL((1,), (1,), ())", "nothing waits for"),  # only orders the side stream after torch's
+    ("torch.cuda.set_stream(self.side)\n        KERNEL((1,), (1,), ())\n        torch.cuda.synchronize()",
+     "leaves torch's current stream switched"),
+], ids=["never-waited", "wrong-direction", "set_stream"])
+def test_side_streams_nothing_waits_for_stay_refused(body, words):
+    assert_flagged(SIDE_STREAM.format(body=body), words, device="cuda")
+
 def test_external_stream_of_the_current_stream_is_clean():
     assert check_source(read("cuda/honest_softmax.py"), reference_source=SOFTMAX, device="cuda") == []
 
@@ -658,6 +701,15 @@ def test_values_made_from_the_inputs_are_judged_at_run_time(forward):
     input sets (runner/replay.LateReplay), one keyed on identity by the swapped calls (IdentitySwap)."""
     assert reasons(kernel(forward=forward, extra=STEP)) == []
 
+
+def test_content_keys_made_in_a_helper_stay_refused_shape_keys_do_not():
+    extra = ("def _content(x):\n    return hash(x.numpy().tobytes())\n\n\n"
+             "def _shape(x):\n    return (tuple(x.shape), x.dtype, len(x))\n")
+    forward = ("key = {helper}(x)\nif key not in self.cache:\n    self.cache[key] = _step(x, x)\n"
+               "return self.cache[key]")
+    assert_flagged(kernel(forward=forward.format(helper="_content"), extra=STEP + extra), "key, made from")
+    found = reasons(kernel(forward=forward.format(helper="_shape"), extra=STEP + extra))
+    assert not any("key" in r for r in found), found  # a shape key: judged at run time (a stale result)
 
 def test_helper_modules_keep_their_construction_arguments():
     source = kernel(forward="return self.block(x)", extra=STEP + """

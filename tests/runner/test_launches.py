@@ -94,3 +94,16 @@ def test_the_recorder_is_inert_on_the_cpu():
         pass
     assert watch.finding(allow_library=False, call=1) is None and watch.recorded == 0
     assert "torch" not in launches.__dict__  # torch only on CUDA, lazily
+
+
+def test_side_stream_work_that_ended_before_forward_returned_passes():
+    """Times in ns: the marker after forward returned began at 500. A kernel on stream 13 that ended by
+    then was waited for (torch's stream waited on it, or the host synchronized); one still running was not."""
+    waited = [("add_kernel", 7, 100, 200), ("scale", 13, 150, 480)]
+    assert launches.decide(waited, OWN, 7, allow_library=False, call=1, returned_ns=500) is None
+    running = [("add_kernel", 7, 100, 200), ("scale", 13, 150, 900)]
+    found = launches.decide(running, OWN, 7, allow_library=False, call=1, returned_ns=500)
+    assert found.code == findings.RULE and "scale on stream 13" in found.reason
+    assert "returned before it finished" in found.reason
+    # without the marker (a call that raised) every side-stream kernel is refused
+    assert launches.decide(waited, OWN, 7, allow_library=True, call=1, returned_ns=None).code == findings.RULE

@@ -40,27 +40,17 @@ _H = "kernels/hzeng2000_kernelbench/"
 # static buffers, chosen algorithm names, traced models, the reference's own RNN state), torch_C
 # (PyTorch internals), environ (non-compiler environment variables), dynamo, model_copy, seed.
 KNOWN_FALSE_REFUSALS = {
-    _C + "level1_7_Matmul_with_small_K_dimension___cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level1_22_Tanh__cuda_l1.py":
-        "stream: 'calls cupy.cuda.Stream'; the CuPy stream is synchronized before forward returns",
     _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
         "flags: 'assigns torch.backends.cudnn.workspace_limit' from a variable (restoring a saved value; an "
         "attribute PyTorch lacks): only literals are taken under torch.backends, where a variable could hold a "
         "function replacing one the runner calls",
     _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; per-group streams, then torch.cuda.synchronize() before the cat",
-    _C + "level1_90_cumprod__cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
+        "stream: 'calls torch.cuda.set_stream'; per-group streams, then torch.cuda.synchronize() before the cat, "
+        "but it leaves torch's current stream switched to the last group's after forward returns, where the "
+        "runner times the next call: refused (write it with `with torch.cuda.stream(s):`)",
     _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
         "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs; "
         "the checks cannot tell an absent internal from a present one, and only TorchScript's settings are allowed",
-    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1_v2.py":
-        "stream: 'calls torch.cuda.Stream'; never used; CUDA graphs replay on copied inputs",
-    _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1_v2.py":
-        "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
 }
 
 
