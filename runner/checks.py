@@ -1082,11 +1082,13 @@ class CallState:
                    for t in n.targets if isinstance(t, ast.Name)}
         self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
                          for n in ast.walk(r.value) if isinstance(n, ast.Name)} - copies
-        self.derived: set[str] = set()  # locals computed from the data: a key made of it is the data
+        self.derived: dict[str, str] = {}  # locals computed from the data (a key made of it is the data): origin
         for _ in range(2):
             for n in facts.nodes:
-                if isinstance(n, ast.Assign) and self.call_data(n.value):
-                    self.derived |= set().union(*(bound_names(t) for t in n.targets))
+                if isinstance(n, ast.Assign) and (origin := self.call_data(n.value)):
+                    root = origin.rsplit(", made from ", 1)[-1]
+                    self.derived.update({name: f"{name}, made from {root}"
+                                         for t in n.targets for name in bound_names(t)})
 
     def returns_data(self, func: ast.FunctionDef) -> bool:
         return any(self.call_data(r.value) for r in ast.walk(func) if isinstance(r, ast.Return) and r.value)
@@ -1201,10 +1203,10 @@ class CallState:
         if isinstance(node, ast.Name):
             if node.id in self.params:
                 return f"the input {node.id}"
+            if node.id in self.derived:
+                return self.derived[node.id]
             if node.id in self.returned and self.facts.is_tensor(node):
                 return f"the output {node.id}"
-            if node.id in self.derived:
-                return f"{node.id}, made from the inputs"
             return None
         for child in ast.iter_child_nodes(node):
             found = self.call_data(child)
