@@ -34,11 +34,9 @@ _C = "kernels/cuda_l1/"
 _T = "kernels/technoabsurdist_kernelbench/"
 _H = "kernels/hzeng2000_kernelbench/"
 
-# Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false".
-# Grouped as in the refusal text: flags (cuDNN/SDP flags read as monkey-patching), stream (a side stream
-# created but unused or synchronized), state (attributes read as inputs kept across calls: CUDA-graph
-# static buffers, chosen algorithm names, traced models, the reference's own RNN state), torch_C
-# (PyTorch internals), environ (non-compiler environment variables), dynamo, model_copy, seed.
+# Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false, and why it
+# stays": each is refused by a rule that guards something the run cannot judge (a variable assigned under
+# torch.backends, torch's current stream left switched, a torch._C name outside the allow-lists).
 KNOWN_FALSE_REFUSALS = {
     _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
         "flags: 'assigns torch.backends.cudnn.workspace_limit' from a variable (restoring a saved value; an "
