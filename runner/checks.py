@@ -1034,7 +1034,8 @@ class Checker:
                         if isinstance(t, ast.Name)}
         plain: set[str] = set()  # helpers whose result is no data (a shape key, a name): their calls neither
         for _ in range(2):       # nested helpers: a second pass sees the first's
-            states = [(func, CallState(func, self.facts_for(func, owner), module_names, plain)) for func, owner in reachable]
+            states = [(func, CallState(func, self.facts_for(func, owner), module_names, plain))
+                      for func, owner in reachable]
             plain = {func.name for func, state in states if func.name != "forward" and not state.returns_data(func)}
         for func, state in states:
             facts = state.facts
@@ -1063,7 +1064,7 @@ class CallState:
                    "new_zeros", "new_ones", "new_empty_strided"}  # not full*: its fill value may be data
     LOOKUPS = {"get", "setdefault", "pop", "__getitem__", "__contains__", "index", "count"}
     STORES = {"append", "update", "__setitem__", "add", "insert", "extend", "appendleft"}
-    COMPARISONS = {"equal", "allclose", "isclose", "eq", "ne", "hash"}
+    COMPARISONS = {"equal", "allclose", "isclose", "eq", "ne"}
 
     def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str], plain: set[str]):
         self.facts = facts
