@@ -16,7 +16,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from . import findings
+from . import findings, sidestreams
 from .compile import toolchain_problem
 from .findings import Finding
 
@@ -51,6 +51,7 @@ ALLOWED_TORCH_PREFIXES = (
     "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.nvtx",
     "torch.utils.cpp_extension", "torch.utils.dlpack", "torch.backends.cpu.get_cpu_capability",
     "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.graph_pool_handle",
+    "torch.cuda.Stream", "torch.cuda.stream",  # side streams: runner/sidestreams.py and the launch accounting
 )
 # Calls that leave the result a plain Python value, not a tensor.
 NON_TENSOR_TORCH_CALLS = {"device", "Size", "finfo", "iinfo", "is_tensor", "is_floating_point",
@@ -112,9 +113,12 @@ DANGEROUS_BUILTINS = {
 }
 RAW_MEMORY_CTYPES = {"pythonapi", "py_object", "string_at", "wstring_at", "memmove", "memset",
                      "PyDLL", "pydll"}
+# torch.seed() (a fresh seed from the OS, as a dropout kernel draws) is not here: it makes nothing
+# predictable, and the runner reseeds before every draw of inputs and weights (runner/problem.py). A
+# known seed or state stays refused, for any draw that would not reseed.
 GLOBAL_STATE_SETTERS = {
     "set_num_threads", "set_num_interop_threads", "set_default_dtype", "set_default_tensor_type",
-    "set_default_device", "set_flush_denormal", "manual_seed", "seed", "set_rng_state",
+    "set_default_device", "set_flush_denormal", "manual_seed", "set_rng_state",
     "manual_seed_all", "use_deterministic_algorithms",
 }
 # Backend flags a kernel may set, as the field does: their own effect is timed apart (eager under the
@@ -127,8 +131,6 @@ BACKEND_FLAG_CALLS = {"torch.set_float32_matmul_precision"}
 # only if it leaves a value other than the runner's.
 SDP_SETTERS = {"torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
                "torch.backends.cuda.enable_math_sdp"}
-STREAM_CALLS = {"torch.cuda.Stream", "torch.Stream", "torch.cuda.streams.Stream", "torch.cuda.set_stream",
-                "cupy.cuda.Stream", "cupy.cuda.stream.Stream", "torch.cuda.stream"}
 EXTERNAL_STREAM_CALLS = {"cupy.cuda.ExternalStream", "cupy.cuda.stream.ExternalStream",
                          "torch.cuda.ExternalStream"}
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
@@ -136,13 +138,26 @@ CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_
 # Everything else under torch._C stays refused.
 ATEN_NAMESPACES = ("torch._C._nn", "torch._C._linalg", "torch._C._fft", "torch._C._special",
                    "torch._C._VariableFunctions")
+# TorchScript's own settings and its fusion pass: they change how the candidate's traced or scripted
+# modules run, in its own process; eager PyTorch (the reference, the baselines) never reads them.
+TORCHSCRIPT_SETTINGS = {f"torch._C.{n}" for n in (
+    "_jit_set_profiling_executor", "_jit_set_profiling_mode", "_jit_set_nvfuser_enabled",
+    "_jit_set_texpr_fuser_enabled", "_jit_override_can_fuse_on_gpu", "_jit_override_can_fuse_on_cpu",
+    "_jit_set_bailout_depth", "_jit_set_fusion_strategy", "_debug_set_autodiff_subgraph_inlining",
+    "_jit_pass_fuse")}
+# torch.compile's settings: they configure only the candidate's own torch.compile (a library call); the
+# torch.compile baseline is measured in the problem's sandbox, never in the candidate's.
+COMPILER_CONFIGS = ("torch._dynamo.config", "torch._inductor.config")
 # Environment variables a kernel may set: options for the compilers it runs (load_inline, nvcc, the C
-# compiler's flags). None is read by the runner's own code in the sandbox (a test checks), which keeps
-# every other write refused: thread counts, caches, devices, the compiler binaries themselves.
-COMPILER_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_FLAGS",
-                "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TORCH_NVCC_FLAGS", "CUDAFLAGS"}
-ENV_WRITE = ("writes os.environ{what}, which the runner sets (thread count, caches, devices); only compiler "
-             "options may be set there (" + ", ".join(sorted(COMPILER_ENV)) + "); pass others as arguments")
+# compiler's flags, the build's verbosity) and for how its own process allocates device memory and loads
+# CUDA modules. None is read by the runner's own code in the sandbox (a test checks), which keeps every
+# other write refused: thread counts, caches, devices, the compiler binaries themselves.
+KERNEL_ENV = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_FLAGS",
+              "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TORCH_NVCC_FLAGS", "CUDAFLAGS", "TORCH_CUDA_VERBOSE",
+              "PYTORCH_CUDA_ALLOC_CONF", "CUDA_MODULE_LOADING"}
+ENV_WRITE = ("writes os.environ{what}, which the runner sets (thread count, caches, devices); only options of "
+             "the kernel's own build, allocator and module loading may be set there ("
+             + ", ".join(sorted(KERNEL_ENV)) + "); pass others as arguments")
 
 # Patterns inside embedded C/C++/CUDA source strings.
 SOURCE_PATTERNS = (
@@ -212,6 +227,15 @@ def collect_imports(tree: ast.Module) -> Imports:
 
 def _constant_text(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def literal(node: ast.AST) -> bool:
+    """A constant, or constants combined by operators (`4 * 1024 ** 3`, `-1`)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return literal(node.operand)
+    return isinstance(node, ast.BinOp) and literal(node.left) and literal(node.right)
 
 
 def _env_keys(name: str, node: ast.Call) -> set[str] | None:
@@ -491,6 +515,11 @@ class Checker:
         self.plain_params: dict[int, frozenset] = {}
         self.codes: dict[str, str] = {}
         self.advised: set[str] = set()
+        # A module-level `class Model` of the kernel's own (not built on a Model it imports): the name is
+        # its own code, judged as any other class of the module, not the reference.
+        own = self.classes.get("Model")
+        self.reference_name = None if own and "Model" not in imports.names and not any(
+            isinstance(n, ast.Name) and n.id == "Model" for b in own.bases for n in ast.walk(b)) else "Model"
 
     def flag(self, node: ast.AST | int | None, message: str, code: str = findings.RULE) -> None:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
@@ -613,7 +642,8 @@ class Checker:
                     if base_name in {"torch.Tensor", "torch._C.TensorBase"} or base_name.endswith("TorchDispatchMode"):
                         self.flag(node, f"class {node.name} subclasses {base_name}, which can intercept "
                                         "torch operations and comparisons; return plain tensors")
-                    if base_name == "Model" or (isinstance(base, ast.Name) and base.id == "Model"):
+                    if self.reference_name and (base_name == "Model" or isinstance(base, ast.Name)
+                                                and base.id == "Model"):
                         self.flag(node, f"class {node.name} inherits from the reference Model; "
                                         "subclass nn.Module and write your own forward")
 
@@ -632,11 +662,15 @@ class Checker:
             return
         name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
         if isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign) and (
-                name in BACKEND_FLAGS or under(name, "torch.backends") and isinstance(stmt.value, ast.Constant)):
-            return  # a flag of the field's, or a setting the run watches (runner/globalstate.py) set to a value
+                name in BACKEND_FLAGS or under(name, "torch.backends") and literal(stmt.value)):
+            # a flag of the field's, or a setting set to a literal: the run judges the value left
+            # (runner/globalstate.py), and a literal cannot stand in for a function the runner calls
+            return
+        if isinstance(stmt, ast.Assign) and under(name, *COMPILER_CONFIGS) and literal(stmt.value):
+            return
         if under(name, "os.environ"):
             key = _constant_text(target.slice) if isinstance(target, ast.Subscript) and name == "os.environ" else None
-            if key not in COMPILER_ENV or isinstance(stmt, ast.Delete):
+            if key not in KERNEL_ENV or isinstance(stmt, ast.Delete):
                 self.flag(stmt, ENV_WRITE.format(what=f"[{key!r}]" if key else ""))
         elif under(name, "sys.modules"):
             self.flag(stmt, "replaces entries of sys.modules; import modules normally and do not replace them")
@@ -660,8 +694,8 @@ class Checker:
         if under(name, "os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault",
                  "os.environ.pop", "os.environ.clear"):
             keys = _env_keys(name, node)
-            if keys is None or not keys <= COMPILER_ENV:
-                shown = f" ({', '.join(sorted(keys - COMPILER_ENV))})" if keys else ""
+            if keys is None or not keys <= KERNEL_ENV:
+                shown = f" ({', '.join(sorted(keys - KERNEL_ENV))})" if keys else ""
                 self.flag(node, ENV_WRITE.format(what=shown))
         if under(name, "os.fork", "os.forkpty", "os.register_at_fork"):
             self.flag(node, f"calls {name}, which starts work the timer cannot see; do all work inside forward")
@@ -678,6 +712,10 @@ class Checker:
 
     def check_introspection(self) -> None:
         aten_parts: set[int] = set()  # ast.walk visits an attribute before the parts of its name
+        # hasattr(torch._C, "name") only asks whether a name exists
+        aten_parts |= {id(n.args[0]) for n in ast.walk(self.tree) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Name) and n.func.id == "hasattr" and len(n.args) == 2
+                       and isinstance(n.args[1], ast.Constant)}
         recording_parts: set[int] = set()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Attribute):
@@ -698,8 +736,8 @@ class Checker:
                                     "data_ptr() values to your own compiled function instead")
                 if id(node) in aten_parts:
                     continue
-                if under(name, *ATEN_NAMESPACES) and name not in ATEN_NAMESPACES:
-                    # An aten op, computing like a torch.* call (check_compute judges it as one).
+                if under(name, *ATEN_NAMESPACES) and name not in ATEN_NAMESPACES or name in TORCHSCRIPT_SETTINGS:
+                    # An aten op (check_compute judges it as a torch.* call) or a TorchScript setting.
                     parent = node.value
                     while isinstance(parent, ast.Attribute):  # torch._C._nn and torch._C: parts of this name
                         aten_parts.add(id(parent))
@@ -713,7 +751,7 @@ class Checker:
                         and node.id not in self.functions:
                     self.flag(node, f"uses {node.id}(), which {DANGEROUS_BUILTINS[node.id]}; "
                                     "write the code out plainly")
-                elif node.id == "Model" and isinstance(node.ctx, ast.Load):
+                elif node.id == self.reference_name and isinstance(node.ctx, ast.Load):
                     self.flag(node, "uses the reference class Model; ModelNew must compute the result itself")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for decorator in node.decorator_list:
@@ -725,15 +763,13 @@ class Checker:
     # --- threads, streams, embedded sources, fallbacks ------------------------------------
 
     def check_concurrency_and_streams(self) -> None:
+        for node, message in sidestreams.findings(self.tree, self.imports.resolve):
+            self.flag(node, message)
         for node in ast.walk(self.tree):
             if not isinstance(node, ast.Call):
                 continue
             name = self.imports.resolve(node.func) or ""
-            if name in STREAM_CALLS:
-                self.flag(node, f"calls {name}, a side stream the timer does not wait for; launch on "
-                                "torch's current stream (cupy.cuda.ExternalStream("
-                                "torch.cuda.current_stream().cuda_stream))")
-            elif name in EXTERNAL_STREAM_CALLS:
+            if name in EXTERNAL_STREAM_CALLS:
                 text = ast.unparse(node)
                 if "current_stream" not in text:
                     self.flag(node, f"wraps a stream other than torch's current one ({text}); use "
@@ -777,7 +813,7 @@ class Checker:
                     use = facts.compute_use(sub)
                     name = self.imports.resolve(sub.func) if isinstance(sub, ast.Call) else None
                     if not use and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
-                            and sub.func.id == "Model":
+                            and sub.func.id == self.reference_name:
                         use = "the reference Model"
                     if use or (name and under(name, "torch.nn.functional")):
                         self.advise(handler, f"the except block falls back to PyTorch ({use or name}) when the "
@@ -792,6 +828,18 @@ class Checker:
         if "forward" not in info.methods:
             self.flag(info.node, "ModelNew has no forward method; define forward(self, ...) taking "
                                  "the same inputs as Model.forward")
+        # The runner calls the module and judges forward; a replaced __call__ or forward decides per call
+        # what runs instead, after the judged calls (a held result returned with no work at all).
+        if "__call__" in info.methods:
+            self.flag(info.methods["__call__"], "ModelNew defines __call__, which replaces the call the runner "
+                                                "makes; put the work in forward")
+        for node in ast.walk(info.node):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr in {"forward", "__call__"} \
+                        and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    self.flag(node, f"assigns self.{target.attr}, replacing the method the runner calls after "
+                                    "the first calls; keep one forward that does the work on every call")
 
     def forward_reachable(self, info: ClassInfo) -> list[tuple[ast.FunctionDef, ClassInfo | None]]:
         """forward plus the methods and module functions it calls, transitively."""
@@ -984,9 +1032,13 @@ class Checker:
         module_names = {t.id for n in self.tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                         if isinstance(t, ast.Name)}
-        for func, owner in reachable:
-            facts = self.facts_for(func, owner)
-            state = CallState(func, facts, module_names)
+        plain: set[str] = set()  # helpers whose result is no data (a shape key, a name): their calls neither
+        for _ in range(2):       # nested helpers: a second pass sees the first's
+            states = [(func, CallState(func, self.facts_for(func, owner), module_names, plain))
+                      for func, owner in reachable]
+            plain = {func.name for func, state in states if func.name != "forward" and not state.returns_data(func)}
+        for func, state in states:
+            facts = state.facts
             for node in facts.nodes:
                 found = state.caching(node)
                 if found:
@@ -995,53 +1047,124 @@ class Checker:
 
 
 class CallState:
-    """Finds data of one call (its inputs, its outputs) kept in state that outlives it. Their identity
-    (id(), data_ptr(), `is`) is not data: a cache keyed on it is judged at run time, where the same
-    storages come back holding other data (runner/replay.py's IdentitySwap). Nor is a buffer allocated
-    in an input's form (torch.zeros_like(x): a CUDA graph's static input, filled with copy_ each call)."""
+    """Finds a call's data kept or tested against state that outlives the call. A result held across
+    calls is right on a later call only if that call brings the same data back, and the run decides how
+    it could know: by identity (id(), data_ptr(), `is`: runner/replay.py's IdentitySwap writes other data
+    into the same storages), by position or a flag (stale: LateReplay checks timed calls against other
+    sets' truths, and its random untimed calls shift any count), or by content. Only the last is right
+    on every run, so what stays refused is what a content cache needs: a lookup keyed by the data, a
+    comparison of the data with held state, and keeping the call's outputs or its input tensors
+    themselves. Values made from the data (a name picked by timing, a traced module, an RNN's state, a
+    CUDA graph's static input cloned or copy_'d each call) are the run's to judge."""
 
     SHAPE_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
     SHAPE_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "element_size", "ndimension",
                      "nelement", "get_device", "is_floating_point", "data_ptr", "untyped_storage", "storage"}
     ALLOCATIONS = {"empty_like", "zeros_like", "ones_like", "empty", "zeros", "ones", "empty_strided", "new_empty",
                    "new_zeros", "new_ones", "new_empty_strided"}  # not full*: its fill value may be data
+    LOOKUPS = {"get", "setdefault", "pop", "__getitem__", "__contains__", "index", "count"}
+    STORES = {"append", "update", "__setitem__", "add", "insert", "extend", "appendleft"}
+    COMPARISONS = {"equal", "allclose", "isclose", "eq", "ne"}
 
-    def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str]):
+    def __init__(self, func: ast.FunctionDef, facts: FunctionFacts, module_names: set[str], plain: set[str]):
         self.facts = facts
         self.module_names = module_names
+        self.plain = plain  # the kernel's helpers that return no data
         self.params = {a.arg for a in func.args.args if a.arg != "self" and a.arg in facts.tensors}
-        self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
-                         for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         self.declared_global = {name for n in ast.walk(func) if isinstance(n, (ast.Global, ast.Nonlocal))
                                 for name in n.names}
+        # an input copied into a buffer (x.clone(), buf.copy_(x)): a CUDA graph's static input, never an output
+        copies = {n.func.value.id for n in facts.nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr == "copy_" and isinstance(n.func.value, ast.Name)
+                  and any(isinstance(a, ast.Name) and a.id in self.params for a in n.args)}
+        copies |= {t.id for n in facts.nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                   and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "clone"
+                   and isinstance(n.value.func.value, ast.Name) and n.value.func.value.id in self.params
+                   for t in n.targets if isinstance(t, ast.Name)}
+        self.returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
+                         for n in ast.walk(r.value) if isinstance(n, ast.Name)} - copies
+        self.derived: dict[str, str] = {}  # locals computed from the data (a key made of it is the data): origin
+        for _ in range(2):
+            for n in facts.nodes:
+                if isinstance(n, ast.Assign) and (origin := self.call_data(n.value)):
+                    root = origin.rsplit(", made from ", 1)[-1]
+                    self.derived.update({name: f"{name}, made from {root}"
+                                         for t in n.targets for name in bound_names(t)})
+
+    def returns_data(self, func: ast.FunctionDef) -> bool:
+        return any(self.call_data(r.value) for r in ast.walk(func) if isinstance(r, ast.Return) and r.value)
 
     def caching(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
-            holders = [h for part in [node.left, *node.comparators] if (h := self.holder_in(part))]
-            data = [d for part in [node.left, *node.comparators] if (d := self.call_data(part))]
-            if holders and data:
-                return f"it compares {data[0]} with {holders[0]}, which survives across calls"
+            return self.tested([node.left, *node.comparators])
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            data = self.call_data(node.value)
+            kept = self.kept(node.value)
             for target in targets:
                 holder = self.holder(target, rebinding=True)
-                if holder and data:
-                    return f"it stores {data} in {holder}, which survives across calls"
+                if holder and kept:
+                    return f"it stores {kept} in {holder}, which survives across calls"
                 if holder and isinstance(target, ast.Subscript) and self.call_data(target.slice):
                     return f"it fills {holder} keyed by {self.call_data(target.slice)}"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            holder = self.holder(node.func.value)
-            data = next((d for a in node.args if (d := self.call_data(a))), None)
-            if holder and data and node.func.attr in {"get", "setdefault", "append", "update", "__setitem__",
-                                                      "__getitem__", "add", "insert", "pop"}:
-                return f"it keeps or looks up {data} in {holder}, which survives across calls"
+        if isinstance(node, ast.Call):
+            return self.call_caching(node)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             holder = self.holder(node.value)
             data = self.call_data(node.slice)
             if holder and data:
                 return f"it looks up {holder} by {data}"
         return None
+
+    def call_caching(self, node: ast.Call) -> str | None:
+        name = self.facts.imports.resolve(node.func) or ""
+        method = name.rsplit(".", 1)[-1] if name else getattr(node.func, "attr", getattr(node.func, "id", ""))
+        if method in self.COMPARISONS:  # torch.equal(x, self.prev), x.equal(self.prev)
+            method_call = isinstance(node.func, ast.Attribute) and not self.facts.imports.is_imported_root(node.func)
+            receiver = [node.func.value] if method_call else []
+            return self.tested([*receiver, *node.args])
+        if not isinstance(node.func, ast.Attribute) or not (holder := self.holder(node.func.value)):
+            return None
+        if method in self.LOOKUPS and (data := next((d for a in node.args if (d := self.call_data(a))), None)):
+            return f"it looks up {data} in {holder}, which survives across calls"
+        if method in self.STORES and (kept := next((k for a in node.args if (k := self.kept(a))), None)):
+            return f"it keeps {kept} in {holder}, which survives across calls"
+        return None
+
+    def tested(self, parts: list[ast.AST]) -> str | None:
+        holders = [h for part in parts if (h := self.holder_in(part))]
+        data = [d for part in parts if (d := self.call_data(part))]
+        if holders and data:
+            return f"it compares {data[0]} with {holders[0]}, which survives across calls"
+        return None
+
+    def kept(self, node: ast.AST) -> str | None:
+        """The call's inputs themselves (or views of them) or its outputs (or copies) in node: what a
+        cache holds. A clone of an input is a buffer (a CUDA graph's static input), not the input."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return next((k for e in node.elts if (k := self.kept(e))), None)
+        if self.allocation(node):
+            return None
+        if isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in VIEW_METHODS | {"clone", "detach"}:
+            inner = node.value if isinstance(node, ast.Subscript) else node.func.value
+            found = self.kept(inner)
+            clone = isinstance(node, ast.Call) and node.func.attr == "clone"
+            if found and not (found.startswith("the input") and clone):
+                return found
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                return f"the input {node.id}"
+            if node.id in self.returned and self.facts.is_tensor(node):
+                return f"the output {node.id}"
+        return None
+
+    def allocation(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        name = self.facts.imports.resolve(node.func) or ""
+        return (under(name, "torch") or isinstance(node.func, ast.Attribute)) \
+            and name.rsplit(".", 1)[-1] in self.ALLOCATIONS
 
     def holder(self, target: ast.AST, *, rebinding: bool = False) -> str | None:
         """The cross-call state target belongs to: self.x or a module global. A plain name that an
@@ -1071,17 +1194,18 @@ class CallState:
         if isinstance(node, ast.Attribute) and node.attr in self.SHAPE_ATTRIBUTES:
             return None
         if isinstance(node, ast.Call):
-            name = self.facts.imports.resolve(node.func) or ""
             if isinstance(node.func, ast.Attribute) and node.func.attr in self.SHAPE_METHODS:
                 return None
-            if isinstance(node.func, ast.Name) and node.func.id == "id":
+            if isinstance(node.func, ast.Name) and node.func.id in {"id", "len"} or self.allocation(node):
                 return None
-            if (under(name, "torch") or isinstance(node.func, ast.Attribute)) \
-                    and name.rsplit(".", 1)[-1] in self.ALLOCATIONS:
+            helper = node.func.id if isinstance(node.func, ast.Name) else self.facts.self_attr(node.func)
+            if helper in self.plain:
                 return None
         if isinstance(node, ast.Name):
             if node.id in self.params:
                 return f"the input {node.id}"
+            if node.id in self.derived:
+                return self.derived[node.id]
             if node.id in self.returned and self.facts.is_tensor(node):
                 return f"the output {node.id}"
             return None

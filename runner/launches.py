@@ -8,8 +8,10 @@ the kernels themselves. From them it decides, on the untimed calls only (profili
   matched by name against the kernels its source defines (`__global__` functions, `@triton.jit` /
   `@cute.kernel` functions), except the fill and copy kernels of the bookkeeping ops forward may
   use (docs/KERNEL_FORMAT.md lists them);
-- side streams (always, from the second call on): a kernel on a stream other than the timed stream
-  is refused, naming the stream and the kernel.
+- side streams (always): a kernel on a stream other than the timed stream is refused, naming the
+  stream and the kernel, unless forward waited for it: it ended before a marker launched on the timed
+  stream right after forward returned began (the stream waited for it, or the host synchronized), as the
+  timer's end event, recorded at that same point, would have.
 It runs inside the candidate's process, so it can only make a verdict stricter, never pass one.
 On the CPU it does nothing: the Python-level counter stays the rule there. Torch is imported
 lazily, only on CUDA.
@@ -90,21 +92,22 @@ def is_bookkeeping(kernel: str) -> bool:
     return bool(BOOKKEEPING_KERNELS.search(kernel))
 
 
-def decide(kernels: list[tuple[str, int]], own: set[str], timed_stream: int | None, *, allow_library: bool,
-           call: int) -> findings.Finding | None:
-    """The finding for one call's launches [(kernel name, stream)], None when they are within the rules."""
-    for name, stream in kernels:
-        # The first call may warm up and capture a CUDA graph on the side stream torch.cuda.graph needs; it
-        # is never timed, and every later recorded call (which the kernel cannot tell from a timed one)
-        # still has to keep to the timed stream.
-        if timed_stream is not None and stream != timed_stream and call > 1:
+def decide(kernels: list[tuple], own: set[str], timed_stream: int | None, *, allow_library: bool,
+           call: int, returned_ns: int | None = None) -> findings.Finding | None:
+    """The finding for one call's launches [(kernel name, stream[, start ns, end ns])], None when they are
+    within the rules; `returned_ns`: when the timed stream's marker after forward returned began."""
+    for kernel in kernels:
+        name, stream = kernel[:2]
+        waited = returned_ns is not None and len(kernel) == 4 and kernel[3] <= returned_ns
+        if timed_stream is not None and stream != timed_stream and not waited:
             return findings.Finding(
                 f"forward (untimed call {call}) launched {base_name(name)} on stream {stream}, not on the timed "
-                f"stream {timed_stream}: work outside the timed stream is not timed; launch on torch's current "
-                "stream", findings.RULE)
+                f"stream {timed_stream}, and returned before it finished: work nothing waits for is not timed; "
+                "launch on torch's current stream, or make it wait (torch.cuda.current_stream().wait_stream(side)) "
+                "before forward returns", findings.RULE)
     if allow_library:
         return None
-    kernels = [(n, s) for n, s in kernels if not MEMORY_ACTIVITY.match(n)]
+    kernels = [(n, s) for n, s, *_ in kernels if not MEMORY_ACTIVITY.match(n)]
     mine = [n for n, _ in kernels if is_own(n, own)]
     foreign = list(dict.fromkeys(base_name(n) for n, _ in kernels if not is_own(n, own) and not is_bookkeeping(n)))
     if foreign and mine:
@@ -131,14 +134,15 @@ class Launches:
     def __init__(self, source: str, device: str):
         self.enabled = device == "cuda"
         self.own = own_kernel_names(source)
-        self.kernels: list[tuple[str, int]] = []
+        self.kernels: list[tuple[str, int, int, int]] = []
         self.timed_stream: int | None = None
+        self.returned_ns: int | None = None
         self.error = ""
         self.recorded = 0
 
     @contextlib.contextmanager
     def recording(self):
-        self.kernels, self.timed_stream = [], None
+        self.kernels, self.timed_stream, self.returned_ns = [], None, None
         if not self.enabled or self.error:
             yield
             return
@@ -155,6 +159,8 @@ class Launches:
         try:
             torch.zeros(1, device="cuda")  # a marker: its fill kernel runs on the timed stream, first
             yield
+            torch.zeros(1, device="cuda")  # and last: where the timer's end event would be recorded
+            self.returned_ns = 0  # the marker is there to find
         finally:
             torch.cuda.synchronize()
             profiler.__exit__(None, None, None)
@@ -167,15 +173,24 @@ class Launches:
             self.error = f"no activity records: {exc}"[:300]
             return
         gpu = sorted((e for e in events if str(e.device_type()).endswith("CUDA")), key=lambda e: e.start_ns())
-        launched = [(e.name(), int(e.device_resource_id())) for e in gpu]
+        launched = [(e.name(), int(e.device_resource_id()), int(e.start_ns()), int(e.end_ns())) for e in gpu]
         if not launched:
             self.error = "the profiler recorded no GPU activity, not even its marker"
             return
         self.timed_stream = launched[0][1]
+        last = max(i for i, k in enumerate(launched) if k[1] == self.timed_stream)
+        # the marker after forward returned: a call that raised has none, and every kernel is judged
+        if self.returned_ns is not None and last and (is_bookkeeping(launched[last][0])
+                                                     or MEMORY_ACTIVITY.match(launched[last][0])):
+            self.returned_ns = launched[last][2]
+            launched = launched[:last] + launched[last + 1:]
+        else:
+            self.returned_ns = None
         self.kernels = launched[1:]
         self.recorded += 1
 
     def finding(self, *, allow_library: bool, call: int) -> findings.Finding | None:
         if not self.enabled or self.timed_stream is None:
             return None
-        return decide(self.kernels, self.own, self.timed_stream, allow_library=allow_library, call=call)
+        return decide(self.kernels, self.own, self.timed_stream, allow_library=allow_library, call=call,
+                      returned_ns=self.returned_ns)

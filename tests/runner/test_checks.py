@@ -222,6 +222,8 @@ def test_module_level_try_without_fallback_is_clean():
     "setattr(torch, 'allclose', lambda *a, **k: True)",
     "torch.__dict__['allclose'] = lambda *a, **k: True",
     "torch.backends.cudnn.enabled = ENABLED",  # a value the source does not say (set ones: the run decides)
+    "torch.backends.cudnn.workspace_limit = LIMIT",  # not a literal: could replace a function torch.backends has
+    "torch.backends.cuda.flash_sdp_enabled = lambda: True",
     "del torch.backends.cudnn.benchmark",
     "import time\ntime.perf_counter = lambda: 0.0",
     "from time import perf_counter\nperf_counter.__call__ = None",
@@ -240,11 +242,27 @@ def test_monkey_patching(patch):
     "torch.backends.cudnn.allow_tf32 = True",
     "torch.backends.cuda.matmul.allow_tf32 = True",
     "torch.set_float32_matmul_precision('high')",
+    # judged by the value left (runner/globalstate.py); an attribute torch lacks is read by nothing
+    "torch.backends.cudnn.deterministic = False\ntorch.backends.cudnn.enabled = True",
+    "if hasattr(torch.backends.cudnn, 'workspace_limit'):\n    torch.backends.cudnn.workspace_limit = 4 * 1024 ** 3",
 ])
 def test_backend_flags_the_field_sets_are_allowed(flag):
     """Timed apart at run time (eager under the kernel's flags), so the flag's own effect is never credited."""
     assert reasons(kernel(extra=flag)) == []
 
+
+@pytest.mark.parametrize("extra, allowed", [
+    ("torch._dynamo.config.cache_size_limit = 64\ntorch._dynamo.config.suppress_errors = True", True),
+    ("torch._inductor.config.coordinate_descent_tuning = True\ntorch._inductor.config.triton.autotune_pointwise = 1",
+     True),
+    ("torch._inductor.config.post_grad_custom_pass = run", False),  # not a literal: code it would run
+    ("del torch._dynamo.config.cache_size_limit", False),
+    ("torch._dynamo.eval_frame.innermost_fn = None", False),
+])
+def test_torch_compile_settings_may_be_set_to_literals(extra, allowed):
+    """They configure only the candidate's own torch.compile; the compile baseline is the problem sandbox's."""
+    found = reasons(kernel(extra="def run(g):\n    return g\n" + extra), allow_library=True)
+    assert (found == []) == allowed, found
 
 @pytest.mark.parametrize("extra, words", [
     ("__builtins__['max'] = None", "__builtins__"),
@@ -269,8 +287,11 @@ def test_changes_to_global_state(extra, words):
     "os.environ.update({'CFLAGS': '-O3', 'LDFLAGS': '-lm'})",
     "os.environ.update(MAX_JOBS='2')",
     "os.putenv('TORCH_NVCC_FLAGS', '-Xptxas -v')",
+    "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'max_split_size_mb:128'",
+    "os.environ['CUDA_MODULE_LOADING'] = 'LAZY'",
+    "os.environ['TORCH_CUDA_VERBOSE'] = '0'",
 ])
-def test_compiler_options_may_be_set_in_the_environment(extra):
+def test_build_and_allocator_options_may_be_set_in_the_environment(extra):
     assert reasons(kernel(extra=extra)) == []
 
 
@@ -282,24 +303,34 @@ def test_compiler_options_may_be_set_in_the_environment(extra):
     "os.environ.update({'MAX_JOBS': '2', 'OMP_NUM_THREADS': '64'})",
     "key = 'MAX_JOBS'\nos.environ[key] = '2'",
     "os.environ.update(dict(MAX_JOBS='2'))",
+    "os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'",
+    "os.environ['CUDA_LAUNCH_BLOCKING'] = '1'",
 ])
 def test_other_environment_writes_stay_refused(extra):
     assert_flagged(kernel(extra=extra), "os.environ")
 
+
+def test_a_fresh_seed_is_allowed_a_known_one_is_not():
+    """torch.seed() draws from the OS (a dropout kernel's seed); inputs and weights are drawn after the
+    runner's own reseeding either way, but a known seed or state stays refused."""
+    forward = "seed = torch.seed()\n" + HONEST_FORWARD
+    assert reasons(kernel(forward=forward), allow_library=True) == []
+    assert_flagged(kernel(forward="torch.manual_seed(0)\n" + HONEST_FORWARD), "manual_seed")
+    assert_flagged(kernel(forward="torch.set_rng_state(STATE)\n" + HONEST_FORWARD), "set_rng_state")
 
 def test_no_variable_the_runner_reads_may_be_written():
     """Every variable the runner's own code reads (in the sandbox or around it) stays refused."""
     import re
     from pathlib import Path
 
-    from runner.checks import COMPILER_ENV
+    from runner.checks import KERNEL_ENV
 
     read = set()
     for path in (Path(__file__).resolve().parents[2] / "runner").glob("*.py"):
         read |= set(re.findall(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\(|environ\[|getenv\()\s*["']([A-Z_][A-Z0-9_]*)["']""",
                                path.read_text()))
     assert {"KERNELLAB_THREADS", "TRITON_CACHE_DIR", "CC", "CUDA_VISIBLE_DEVICES"} <= read  # the scan finds them
-    assert not read & COMPILER_ENV
+    assert not read & KERNEL_ENV
     for name in sorted(read):
         assert_flagged(kernel(extra=f"os.environ[{name!r}] = '1'"), "os.environ")
 
@@ -361,6 +392,49 @@ def test_side_streams(call):
     '''
     assert_flagged(source, "stream", device="cuda")
 
+
+SIDE_STREAM = '''
+import cupy as cp
+import torch
+import torch.nn as nn
+
+KERNEL = cp.RawKernel('extern "C" __global__ void k() {{}}', "k")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()
+        self.graph = torch.cuda.CUDAGraph()
+
+    def forward(self, x):
+        {body}
+        return torch.empty_like(x)
+'''
+
+
+@pytest.mark.parametrize("body", [
+    "KERNEL((1,), (1,), ())",  # created, never given work
+    "with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())\n"
+    "        torch.cuda.current_stream().wait_stream(self.side)",
+    "with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())\n        torch.cuda.synchronize()",
+    "with torch.cuda.graph(self.graph, stream=self.side):\n            KERNEL((1,), (1,), ())\n"
+    "        self.graph.replay()",
+], ids=["unused", "wait_stream", "synchronize", "capture-stream"])
+def test_side_streams_waited_for_are_left_to_the_launch_accounting(body):
+    """The accounting refuses, at run time, side-stream work forward returned without waiting for
+    (tests/runner/test_gpu_streams.py)."""
+    assert reasons(SIDE_STREAM.format(body=body), device="cuda") == []
+
+
+@pytest.mark.parametrize("body, words", [
+    ("with torch.cuda.stream(self.side):\n            KERNEL((1,), (1,), ())", "nothing waits for"),
+    ("self.side.wait_stream(torch.cuda.current_stream())\n        with torch.cuda.stream(self.side):\n"
+     "            KERNEL((1,), (1,), ())", "nothing waits for"),  # only orders the side stream after torch's
+    ("torch.cuda.set_stream(self.side)\n        KERNEL((1,), (1,), ())\n        torch.cuda.synchronize()",
+     "leaves torch's current stream switched"),
+], ids=["never-waited", "wrong-direction", "set_stream"])
+def test_side_streams_nothing_waits_for_stay_refused(body, words):
+    assert_flagged(SIDE_STREAM.format(body=body), words, device="cuda")
 
 def test_external_stream_of_the_current_stream_is_clean():
     assert check_source(read("cuda/honest_softmax.py"), reference_source=SOFTMAX, device="cuda") == []
@@ -424,6 +498,25 @@ def test_torch_c_aten_namespaces_are_library_calls(call):
     assert_flagged(kernel(forward="return torch._C._get_tracing_state()"), "PyTorch internals", allow_library=True)
 
 
+@pytest.mark.parametrize("extra", [
+    "torch._C._jit_set_profiling_executor(True)\ntorch._C._jit_set_profiling_mode(False)",
+    "if hasattr(torch._C, '_jit_override_can_fuse_on_gpu'):\n    torch._C._jit_override_can_fuse_on_gpu(True)",
+    "torch._C._jit_set_texpr_fuser_enabled(True)\ntorch._C._jit_set_bailout_depth(20)",
+])
+def test_torchscript_settings_are_allowed(extra):
+    """They change how the candidate's own traced modules run; eager PyTorch (the reference, the baselines)
+    never reads them."""
+    assert reasons(kernel(extra=extra)) == []
+
+
+@pytest.mark.parametrize("extra", [
+    "f = torch._C._jit_cuda_compile",  # absent from torch, or an internal entry point: the checks cannot tell
+    "if hasattr(torch._C, '_jit_set_profiling_mode'):\n    torch._C._set_graph_executor_optimize(False)",
+    "torch._C._jit_set_profiling_executor = lambda v: None",
+])
+def test_other_torch_c_names_stay_refused(extra):
+    assert_flagged(kernel(extra=extra), "torch._C")
+
 # --- the reference's own op and PyTorch compute in forward -------------------------------------------
 
 @pytest.mark.parametrize("forward, words", [
@@ -446,6 +539,29 @@ def test_reference_module_called_through_an_nn_module():
 def test_reference_model_itself():
     assert_flagged(kernel(forward="return Model()(x)"), "reference class Model")
     assert_flagged(kernel(extra="class Sub(Model):\n    pass\n"), "inherits from the reference Model")
+
+
+OWN_MODEL = """
+class Model(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+        return out
+"""
+
+
+def test_a_model_class_of_the_kernels_own_is_its_own_code():
+    """A kernel file that defines `class Model` itself (a copy kept for its parameter init, or a base) uses its
+    own code by that name, judged as any class of its own."""
+    assert reasons(kernel(forward="return Model()(x)", extra=OWN_MODEL)) == []
+    source = kernel(extra=OWN_MODEL).replace("class ModelNew(nn.Module):", "class ModelNew(Model):")
+    assert reasons(source) == []
+
+
+@pytest.mark.parametrize("extra", [OWN_MODEL.replace("class Model(nn.Module)", "class Model(Model)"),
+                                   "from problem import Model as Model\n" + OWN_MODEL])
+def test_a_model_class_built_on_the_reference_stays_refused(extra):
+    assert_flagged(kernel(forward="return Model()(x)", extra=extra), "Model")
 
 
 @pytest.mark.parametrize("forward, words", [
@@ -538,6 +654,90 @@ def test_identity_and_static_buffers_are_judged_at_run_time(forward):
     input buffer, to the run."""
     assert reasons(kernel(forward=forward)) == []
 
+
+@pytest.mark.parametrize("forward, words", [
+    ("key = x.sum().item()\nif key in self.cache:\n    return self.cache[key]\nout = torch.empty_like(x)\n"
+     "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.cache[key] = out.clone()\nreturn out", "key, made from"),
+    ("if self.prev is not None and torch.equal(x, self.prev):\n    return self.out.clone()\n"
+     "self.prev = x.clone()\nself.out = torch.empty_like(x)\nLIB.run(x.data_ptr(), self.out.data_ptr(), x.numel())\n"
+     "return self.out", "compares the input x with self.prev"),
+    ("if x.equal(self.prev):\n    return self.out\nreturn x.view(-1)", "self.prev"),
+    ("out = torch.empty_like(x)\nLIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nself.outs.append(out)\n"
+     "return out", "keeps the output out in self.outs"),
+], ids=["content-key", "torch.equal", "Tensor.equal", "outputs-kept"])
+def test_content_caches_stay_refused(forward, words):
+    """A cache keyed on the data itself is right on every run: no run-time check tells it from honest work."""
+    assert_flagged(kernel(forward=forward), words)
+
+
+STEP = """
+def _pick(x):
+    return "rows"
+
+
+def _step(x, h):
+    out = torch.empty_like(x)
+    LIB.run(x.data_ptr(), out.data_ptr(), x.numel())
+    return out
+"""
+
+
+@pytest.mark.parametrize("forward", [
+    # a method picked by timing on the first call: a name, judged on every later call
+    "if self.best is None:\n    self.best = _pick(x)\nout = torch.empty_like(x)\n"
+    "LIB.run(x.data_ptr(), out.data_ptr(), x.numel())\nreturn out",
+    # a CUDA graph's static input: cloned on the first call, copy_'d on every later one
+    "if self.static_in is None:\n    self.static_in = x.clone()\n    self.static_out = torch.empty_like(x)\n"
+    "self.static_in.copy_(x)\nLIB.run(self.static_in.data_ptr(), self.static_out.data_ptr(), x.numel())\n"
+    "return self.static_out",
+    # state carried from call to call, as the reference's RNN does
+    "self.hidden = _step(x, self.hidden)\nreturn self.hidden",
+    # a per-call scratch dict
+    "self.scratch = {}\nself.scratch['a'] = _step(x, x)\nout = _step(self.scratch['a'], x)\n"
+    "self.scratch = {}\nreturn out",
+], ids=["picked-by-timing", "graph-clone-then-copy", "rnn-state", "per-call-dict"])
+def test_values_made_from_the_inputs_are_judged_at_run_time(forward):
+    """Kept across calls with no test of the data: a stale value is caught by the replay against other
+    input sets (runner/replay.LateReplay), one keyed on identity by the swapped calls (IdentitySwap)."""
+    assert reasons(kernel(forward=forward, extra=STEP)) == []
+
+
+def test_content_keys_made_in_a_helper_stay_refused_shape_keys_do_not():
+    extra = ("def _content(x):\n    return hash(x.numpy().tobytes())\n\n\n"
+             "def _shape(x):\n    return (tuple(x.shape), x.dtype, len(x))\n")
+    forward = ("key = {helper}(x)\nif key not in self.cache:\n    self.cache[key] = _step(x, x)\n"
+               "return self.cache[key]")
+    assert_flagged(kernel(forward=forward.format(helper="_content"), extra=STEP + extra), "key, made from")
+    found = reasons(kernel(forward=forward.format(helper="_shape"), extra=STEP + extra))
+    assert not any("key" in r for r in found), found  # a shape key: judged at run time (a stale result)
+
+def test_helper_modules_keep_their_construction_arguments():
+    source = kernel(forward="return self.block(x)", extra=STEP + """
+
+class Fused(nn.Module):
+    def __init__(self, conv):
+        super().__init__()
+        self.groups = conv.groups
+        self.bn = nn.BatchNorm2d(conv.out_channels)
+
+    def forward(self, x):
+        return _step(x, x)
+""").replace("super().__init__()\n\n    def forward",
+             "super().__init__()\n        self.block = Fused(nn.Conv2d(3, 3, 1))\n\n    def forward")
+    assert "self.block = Fused" in source
+    assert reasons(source) == []
+
+
+@pytest.mark.parametrize("forward", ["self.forward = self.fast\nreturn self.fast(x)",
+                                     "self.__call__ = lambda *a: self.out\nreturn x.view(-1)"])
+def test_replacing_the_called_method_is_refused(forward):
+    assert_flagged(kernel(forward=forward), "replacing the method the runner calls")
+
+
+def test_defining_call_is_refused():
+    source = kernel().replace("    def forward(self, x):",
+                              "    def __call__(self, x):\n        return self.forward(x)\n\n    def forward(self, x):")
+    assert_flagged(source, "defines __call__")
 
 def test_memoizing_decorator():
     source = kernel(forward="return run(x)", extra='''

@@ -109,6 +109,9 @@ def test_side_stream_launch_is_refused_naming_stream_and_kernel(cuda_pool):
     records show the kernel on it."""
     source = cupy_kernel(extra="SIDE = cp.cuda.runtime.streamCreateWithFlags(1)",
                          stream="SIDE or torch.cuda.current_stream().cuda_stream")
+    # block 0 spins first, so the kernel surely outlives forward's return (nothing waits for it)
+    source = source.replace("    long long i =", "    if (blockIdx.x == 0 && threadIdx.x == 0) { long long t = clock64(); "
+                                                "while (clock64() - t < 20000000LL) {} }\n    long long i =", 1)
     result = cuda_pool.evaluate(PROBLEM, source, seed=4)
     assert result["status"] == "rejected", result["reason"]
     assert "affine on stream" in result["reason"] and "not on the timed stream" in result["reason"]

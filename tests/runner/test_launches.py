@@ -24,8 +24,8 @@ GEMM = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x
 RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)"
 
 
-def decide(kernels, allow_library=False, call=2):
-    return launches.decide(kernels, OWN, 7, allow_library=allow_library, call=call)
+def decide(kernels, allow_library=False):
+    return launches.decide(kernels, OWN, 7, allow_library=allow_library, call=1)
 
 
 def test_own_kernel_names_come_from_cuda_and_python_definitions():
@@ -82,13 +82,6 @@ def test_side_stream_work_is_refused_naming_stream_and_kernel_even_with_library_
         assert "stream 13" in found.reason and "timed stream 7" in found.reason and GEMM in found.reason
 
 
-def test_the_first_call_may_warm_up_and_capture_on_a_side_stream_but_its_kernels_are_still_judged():
-    # torch.cuda.graph captures on a stream of its own; the first call is never timed
-    assert decide([("add_kernel", 13), ("add_kernel", 7)], call=1) is None
-    assert decide([(GEMM, 13)], call=1).code == findings.NO_KERNEL  # a library's capture is still not its own
-    assert decide([("add_kernel", 13)], call=2).code == findings.RULE
-
-
 def test_cute_names_with_prefix_and_suffix_are_own_but_lookalikes_are_not():
     own = {"elementwise_add_kernel"}
     assert launches.is_own("kernel_cutlass_elementwise_add_kernel_0", own)
@@ -101,3 +94,16 @@ def test_the_recorder_is_inert_on_the_cpu():
         pass
     assert watch.finding(allow_library=False, call=1) is None and watch.recorded == 0
     assert "torch" not in launches.__dict__  # torch only on CUDA, lazily
+
+
+def test_side_stream_work_that_ended_before_forward_returned_passes():
+    """Times in ns: the marker after forward returned began at 500. A kernel on stream 13 that ended by
+    then was waited for (torch's stream waited on it, or the host synchronized); one still running was not."""
+    waited = [("add_kernel", 7, 100, 200), ("scale", 13, 150, 480)]
+    assert launches.decide(waited, OWN, 7, allow_library=False, call=1, returned_ns=500) is None
+    running = [("add_kernel", 7, 100, 200), ("scale", 13, 150, 900)]
+    found = launches.decide(running, OWN, 7, allow_library=False, call=1, returned_ns=500)
+    assert found.code == findings.RULE and "scale on stream 13" in found.reason
+    assert "returned before it finished" in found.reason
+    # without the marker (a call that raised) every side-stream kernel is refused
+    assert launches.decide(waited, OWN, 7, allow_library=True, call=1, returned_ns=None).code == findings.RULE

@@ -34,84 +34,21 @@ _C = "kernels/cuda_l1/"
 _T = "kernels/technoabsurdist_kernelbench/"
 _H = "kernels/hzeng2000_kernelbench/"
 
-# Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false".
-# Grouped as in the refusal text: flags (cuDNN/SDP flags read as monkey-patching), stream (a side stream
-# created but unused or synchronized), state (attributes read as inputs kept across calls: CUDA-graph
-# static buffers, chosen algorithm names, traced models, the reference's own RNN state), torch_C
-# (PyTorch internals), environ (non-compiler environment variables), dynamo, model_copy, seed.
+# Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false, and why it
+# stays": each is refused by a rule that guards something the run cannot judge (a variable assigned under
+# torch.backends, torch's current stream left switched, a torch._C name outside the allow-lists).
 KNOWN_FALSE_REFUSALS = {
-    _C + "level1_1_Square_matrix_multiplication___cuda_l1.py":
-        "state: 'stores the input A in self.best_method'; it holds the name of the matmul picked by timing",
-    _C + "level1_7_Matmul_with_small_K_dimension___cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level1_10_3D_tensor_matrix_multiplication__cuda_l1.py":
-        "environ: 'writes os.environ[TORCH_CUDA_VERBOSE]'; a logging switch set before its build",
-    _C + "level1_22_Tanh__cuda_l1.py":
-        "stream: 'calls cupy.cuda.Stream'; the CuPy stream is synchronized before forward returns",
-    _C + "level1_54_conv_standard_3D__square_input__square_kernel__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.deterministic'; set to False, PyTorch's default",
     _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.workspace_limit'; behind hasattr, an attribute PyTorch lacks",
-    _C + "level1_70_conv_transposed_3D__asymmetric_input__square_kernel__cuda_l1.py":
-        "state: 'stores the input x in self.best_algo'; the name of the algorithm picked by timing",
+        "flags: 'assigns torch.backends.cudnn.workspace_limit' from a variable (restoring a saved value; an "
+        "attribute PyTorch lacks): only literals are taken under torch.backends, where a variable could hold a "
+        "function replacing one the runner calls",
     _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; per-group streams, then torch.cuda.synchronize() before the cat",
-    _C + "level1_90_cumprod__cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1.py":
-        "dynamo: 'assigns torch._dynamo.config.cache_size_limit'; configuring its own torch.compile",
-    _C + "level2_3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU__cuda_l1_v2.py":
-        "environ: 'writes os.environ[PYTORCH_CUDA_ALLOC_CONF]'; an allocator split-size setting",
+        "stream: 'calls torch.cuda.set_stream'; per-group streams, then torch.cuda.synchronize() before the cat, "
+        "but it leaves torch's current stream switched to the last group's after forward returns, where the "
+        "runner times the next call: refused (write it with `with torch.cuda.stream(s):`)",
     _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs",
-    _C + "level2_24_Conv3d_Min_Softmax__cuda_l1.py":
-        "torch_C: 'uses torch._C'; toggles TorchScript fuser flags",
-    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1.py":
-        "stream: 'calls torch.cuda.Stream'; the stream is created and never used",
-    _C + "level2_25_Conv2d_Min_Tanh_Tanh__cuda_l1_v2.py":
-        "stream: 'calls torch.cuda.Stream'; never used; CUDA graphs replay on copied inputs",
-    _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1.py":
-        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
-    _C + "level2_41_Gemm_BatchNorm_GELU_GroupNorm_Mean_ReLU__cuda_l1_v2.py":
-        "stream: 'calls torch.cuda.Stream'; the capture stream of torch.cuda.graph, replay on the current one",
-    _C + "level2_49_ConvTranspose3d_Softmax_Sigmoid__cuda_l1.py":
-        "environ: 'writes os.environ[CUDA_MODULE_LOADING]'; LAZY module loading",
-    _C + "level2_54_Conv2d_Multiply_LeakyReLU_GELU__cuda_l1.py":
-        "state: 'stores the input x in self.jit_model'; a torch.jit.trace'd module, run on every input",
-    _C + "level2_62_Matmul_GroupNorm_LeakyReLU_Sum__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_set_profiling_executor'; TorchScript executor flags",
-    _C + "level2_99_Matmul_GELU_Softmax__cuda_l1.py":
-        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
-    _C + "level3_6_GoogleNetInceptionModule__cuda_l1.py":
-        "state: 'stores the input x in self.cached_tensors'; a per-call dict, cleared at the start and end",
-    _C + "level3_8_ResNetBasicBlock__cuda_l1.py":
-        "state: 'stores the input conv in self.groups'; conv.groups, an int, at init",
-    _C + "level3_9_ResNet18__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.enabled'; set to True, the default",
-    _C + "level3_15_DenseNet121__cuda_l1.py":
-        "state: 'stores the output static_input in self._static_inputs'; CUDA graph buffers per shape",
-    _C + "level3_20_MobileNetV2__cuda_l1.py":
-        "state: 'stores the input x in self._static_input'; a CUDA graph's static input, copy_'d every call",
-    _C + "level3_22_EfficientNetB0__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_set_profiling_mode'; TorchScript profiling flags",
-    _C + "level3_23_EfficientNetB1__cuda_l1.py":
-        "state: 'stores the input out_channels in self.project_bn'; a BatchNorm2d built at init",
-    _C + "level3_28_VisionTransformer__cuda_l1.py":
-        "model_copy: 'uses the reference class Model'; its own copy, only to reproduce the parameter init",
-    _C + "level3_28_VisionTransformer__cuda_l1_v2.py":
-        "state: 'stores the input img in self.static_input'; a CUDA graph's static input, copy_'d every call",
-    _C + "level3_31_VisionAttention__cuda_l1.py":
-        "state: 'stores the input x in self.static_input'; a CUDA graph's static input, copy_'d every call",
-    _C + "level3_34_VanillaRNNHidden__cuda_l1.py":
-        "state: 'stores the input x in self.hidden'; the RNN state the reference model itself keeps",
-    _C + "level3_41_GRUBirectional__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.workspace_limit'; not a PyTorch flag, no effect",
-    _T + "level3_33_VanillaRNN__opus41.py":
-        "state: 'stores the input x in self.hidden'; the RNN state the reference model itself keeps",
-    _T + "level3_6_GoogleNetInceptionModule__gemini25pro.py":
-        "model_copy: 'inherits from the reference Model'; subclasses its own in-file copy of Model",
-    _H + "level2_83_Conv3d_GroupNorm_Min_Clamp_Dropout__kimi_k2.py":
-        "seed: 'calls torch.seed'; draws the dropout seed of its Triton kernel (reseeds the global RNG)",
+        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs; "
+        "the checks cannot tell an absent internal from a present one, and only TorchScript's settings are allowed",
 }
 
 
