@@ -236,7 +236,9 @@
   const zoom = { s: 1, x: 20, y: 20 };
   function applyZoom() {
     view.setAttribute("transform", `translate(${zoom.x} ${zoom.y}) scale(${zoom.s})`);
-    svg.classList.toggle("far", zoom.s < 0.55);
+    // Labels hide when zoomed far out; shown, they are never under 11 px on screen (lineage.css).
+    svg.classList.toggle("far", zoom.s < 0.8);
+    svg.style.setProperty("--zoom", String(zoom.s));
     // Dots keep their size on screen when zooming in, and shrink (not below a third) zooming out.
     svg.style.setProperty("--dot", String(Math.max(0.33, Math.min(1, Math.pow(zoom.s, 0.6)))));
   }
