@@ -56,7 +56,7 @@ def kernel_payload(kernel) -> dict:
         "idea_id": kernel.idea_id,
         "parent_id": kernel.parent_id,
         "repair_of_id": kernel.repair_of_id,  # the lineage view hangs a repair under what it repairs
-        "status": kernel.status,
+        "status": kernel.shown_status,
         "reason": kernel.reason[:500],
         "quarantined": kernel.quarantined,
         "median_ms": kernel.median_ms,

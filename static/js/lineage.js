@@ -23,7 +23,7 @@
     pending: "Waiting", evaluating: "Evaluating", correct: "Correct", incorrect: "Incorrect",
     rejected: "Rejected: breaks a kernel rule", compile_error: "Compile error", runtime_error: "Runtime error",
     timeout: "Timed out", crashed: "Crashed", oom: "Out of memory", no_code: "No code in the reply",
-    failed: "Evaluation failed",
+    failed: "Evaluation failed", cancelled: "Not evaluated (cancelled)",
   };
 
   const svg = document.getElementById("lineage-svg");
@@ -314,7 +314,7 @@
   function ideaFacts(i) {
     const kids = (last.g.children.get("i" + i.id) || []).filter((c) => c[0] === "k").map((c) => kernels.get(+c.slice(1)));
     return [["Idea", i.title], ["Round", String(i.round) + " · " + i.origin],
-            ["Kernels", `${kids.filter((k) => k.status === "correct").length} correct of ${kids.length}`]];
+            ["Kernels", `${kids.filter((k) => k.status === "correct").length} correct of ${kids.filter((k) => k.status !== "cancelled").length}`]];
   }
   function factList(facts, into) {
     const dl = document.createElement("dl");
