@@ -117,6 +117,10 @@ def _search_locked(search: Search) -> Search:
     return Search.objects.select_for_update().get(pk=search.pk)
 
 
+# What a pause does, said where it is offered and where it shows.
+PAUSE_EFFECT = "queued candidates still finish; nothing new is proposed until it is resumed"
+
+
 @transaction.atomic
 def search_pause(*, search: Search, user) -> Search:
     """Stop proposing new work; candidates already queued are still evaluated."""
@@ -126,7 +130,7 @@ def search_pause(*, search: Search, user) -> Search:
         raise ValidationError(f"Only a queued or running search can be paused; this one is {search.status}.",
                               code="status")
     search.status = Search.Status.PAUSED
-    search.stop_reason = f"paused by {_user_label(user)}"
+    search.stop_reason = f"paused by {_user_label(user)}: {PAUSE_EFFECT}"
     search.save(update_fields=["status", "stop_reason"])
     events.publish_search_status(search)
     return search
