@@ -17,6 +17,7 @@ from .kernels import (  # noqa: F401
     kernel_by_code,
     kernel_signature,
     kernel_compare_problem,
+    kernel_template,
     provenance,
 )
 from .leaderboards import (  # noqa: F401
