@@ -186,13 +186,14 @@ RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isn
                   & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
 
 
-def search_list(*, problem=None, limit: int = 200) -> list[Search]:
-    """Newest first, each with its planned candidates and best ranked speedups (one query)."""
+def search_list(*, problem=None, every_version: bool = False, limit: int = 200) -> list[Search]:
+    """Newest first, each with its planned candidates and best ranked speedups (one query); of one
+    problem version, or of all versions of its problem (`every_version`)."""
     qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
           .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
                     best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
     if problem is not None:
-        qs = qs.filter(problem=problem)
+        qs = qs.filter(problem__lineage=problem.lineage) if every_version else qs.filter(problem=problem)
     searches = list(qs[:limit])
     for search in searches:
         search.planned = search_planned_candidates(search)
