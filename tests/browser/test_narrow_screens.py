@@ -22,7 +22,7 @@ def seed_long_rows(stack) -> dict:
     seeded = dashboard_seed.small_search(stack, LONG)
     more = dashboard_seed.run(stack, f"""
 from django.utils import timezone
-from searches.models import Problem, Search, Suite, SuiteProblem, Worker
+from searches.models import EvaluationJob, Problem, Search, Suite, SuiteProblem, Worker
 p = Problem.objects.get(code={seeded['problem']!r})
 suite = Suite.objects.create(name={LONG!r} + "_suite", created_by=owner)
 SuiteProblem.objects.create(suite=suite, problem=p, level=1, number=1, file_name="level1/1_" + {LONG!r} + ".py")
@@ -30,6 +30,9 @@ Worker.objects.create(name="evaluator-" + {LONG!r}, host="gpu-host-" + {LONG!r},
                       heartbeat_at=timezone.now())
 for n in range(3):
     d.search(problem=p, created_by=owner, name=f"{{n}}_" + {LONG!r}, status="paused")
+broken = d.kernel(problem=p, status="failed", name="failed_" + {LONG!r})
+EvaluationJob.objects.create(problem=p, kernel=broken, status="failed", finished_at=timezone.now(),
+                             last_error="killed its worker: " + {LONG!r} * 2)
 out = dict(suite=str(suite.code))
 """)
     return {**seeded, **more}
@@ -53,7 +56,7 @@ def test_list_pages_fit_a_phone(logged_in_page, stack):
     page.set_viewport_size({"width": 420, "height": 900})
     SHOTS.mkdir(parents=True, exist_ok=True)
     lists = {
-        "problems": "/problems/", "searches": "/searches/", "workers": "/workers/", "suites": "/suites/",
+        "problems": "/problems/", "searches": "/searches/", "workers": "/workers/", "failed-jobs": "/workers/jobs/cpu/failed/", "suites": "/suites/",
         "suite": f"/suites/{seeded['suite']}/", "leaderboards": "/leaderboards/",
         "leaderboard": f"/problems/{seeded['problem']}/leaderboard/", "problem": f"/problems/{seeded['problem']}/",
         "search": f"/searches/{seeded['search']}/", "kernel": f"/kernels/{seeded['faster']}/",
