@@ -63,6 +63,7 @@ from .sharing import (  # noqa: F401
 )
 from .suites import (  # noqa: F401
     FAST_P,
+    OUTCOMES as SUITE_OUTCOMES,
     rows_score,
     suite_list,
     suite_members,

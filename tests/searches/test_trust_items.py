@@ -178,3 +178,25 @@ def test_a_problems_search_count_opens_its_searches(client, alice):
     page = client.get(reverse("search_list"), {"problem": p.code}).content.decode()  # the versions table's count
     assert "Searches on mine v1" in page and "on other" not in page
     assert client.get(reverse("search_list"), {"problem": "nonsense"}).status_code == 404
+
+
+def test_a_suites_verdict_counts_open_the_problems_they_count(client, alice):
+    from searches.models import Suite, SuiteProblem
+
+    suite = Suite.objects.create(name="KB L1", created_by=alice)
+    for number, (name, status) in enumerate((("fast one", "correct"), ("wrong one", "incorrect")), start=1):
+        p = d.problem(name=name)
+        SuiteProblem.objects.create(suite=suite, problem=p, level=1, number=number)
+        kernel = d.kernel(problem=p, status=status, name=f"{name} kernel")
+        Kernel.objects.filter(pk=kernel.pk).update(device_name="NVIDIA H200")  # judged on the GPU model scored
+    url = reverse("suite_detail", args=[suite.code])
+    page = client.get(url).content.decode()
+    assert f'Correct <a href="{url}?outcome=correct#per-problem-1">1</a>' in page
+    assert f'incorrect <a href="{url}?outcome=incorrect#per-problem-1">1</a>' in page
+    page = client.get(url, {"outcome": "incorrect"}).content.decode()
+    table = page.split('id="per-problem-1"')[1].split("</table>")[0]
+    assert "wrong one" in table and "fast one" not in table
+    assert f'<a href="{url}#per-problem-1">Show every problem</a>' in page
+    assert "outcome=incorrect" in page.split('data-url="')[1].split('"')[0]  # the live refresh keeps the filter
+    page = client.get(url, {"outcome": "<b>nonsense"}).content.decode()  # unknown: every problem, no notice
+    assert "Show every problem" not in page and "fast one" in page and "<b>nonsense" not in page
