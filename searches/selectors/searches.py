@@ -186,14 +186,17 @@ RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isn
                   & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
 
 
-def search_list(*, problem=None, every_version: bool = False, limit: int = 200) -> list[Search]:
+def search_list(*, problem=None, every_version: bool = False, suite=None, limit: int = 200) -> list[Search]:
     """Newest first, each with its planned candidates and best ranked speedups (one query); of one
-    problem version, or of all versions of its problem (`every_version`)."""
+    problem version, or of all versions of its problem (`every_version`), or on a suite's problems
+    (as suite_search_counts counts them)."""
     qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
           .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
                     best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
     if problem is not None:
         qs = qs.filter(problem__lineage=problem.lineage) if every_version else qs.filter(problem=problem)
+    if suite is not None:
+        qs = qs.filter(problem__suite_memberships__suite=suite)
     searches = list(qs[:limit])
     for search in searches:
         search.planned = search_planned_candidates(search)

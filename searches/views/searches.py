@@ -20,7 +20,7 @@ from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchForkForm, SearchStartForm
-from ..models import Kernel, Problem, Search, ShareLink, Verdict
+from ..models import Kernel, Problem, Search, ShareLink, Suite, Verdict
 from .search_tree import MARKS, QUARANTINE_MARK, cached_for_search, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
@@ -49,15 +49,17 @@ def add_service_errors(form, error: ValidationError) -> None:
 
 @login_required
 def search_list(request):
-    """Every search, or one problem version's (?problem=CODE), or every version's (&versions=all):
-    what the problem pages' Searches counts count."""
-    problem, every_version = None, request.GET.get("versions") == "all"
+    """Every search, or one problem version's (?problem=CODE), or every version's (&versions=all),
+    or a suite's problems' (?suite=CODE): what the problem and suite pages' counts count."""
+    problem, suite, every_version = None, None, request.GET.get("versions") == "all"
     if request.GET.get("problem"):
         problem = get_object_or_404(Problem, code=_uuid_or_none(request.GET["problem"]))
-    searches = selectors.search_list(problem=problem, every_version=every_version)
+    if request.GET.get("suite"):
+        suite = get_object_or_404(Suite, code=_uuid_or_none(request.GET["suite"]))
+    searches = selectors.search_list(problem=problem, every_version=every_version, suite=suite)
     selectors.search_stalls(searches=searches)  # each active one's `stalled` reason, or ""
     return render(request, "searches/search/list.html",
-                  {"searches": searches, "problem": problem, "every_version": every_version})
+                  {"searches": searches, "problem": problem, "suite": suite, "every_version": every_version})
 
 
 @login_required

@@ -200,3 +200,18 @@ def test_a_suites_verdict_counts_open_the_problems_they_count(client, alice):
     assert "outcome=incorrect" in page.split('data-url="')[1].split('"')[0]  # the live refresh keeps the filter
     page = client.get(url, {"outcome": "<b>nonsense"}).content.decode()  # unknown: every problem, no notice
     assert "Show every problem" not in page and "fast one" in page and "<b>nonsense" not in page
+
+
+def test_a_suites_search_count_opens_those_searches(client, alice):
+    from searches.models import Suite, SuiteProblem
+
+    suite = Suite.objects.create(name="KB L2", created_by=alice)
+    member, outsider = d.problem(name="member"), d.problem(name="outsider")
+    SuiteProblem.objects.create(suite=suite, problem=member, level=2, number=1)
+    d.search(problem=member, created_by=alice, name="on the member")
+    d.search(problem=outsider, created_by=alice, name="elsewhere")
+    page = client.get(reverse("suite_detail", args=[suite.code])).content.decode()
+    url = f'{reverse("search_list")}?suite={suite.code}'
+    assert f'<a href="{url}">1</a> search on these problems' in page
+    page = client.get(url).content.decode()
+    assert "Searches on the problems of KB L2" in page and "on the member" in page and "elsewhere" not in page
