@@ -127,3 +127,16 @@ def test_diff_is_unified_on_a_narrow_screen(logged_in_page, stack):
     page.set_viewport_size({"width": 1000, "height": 900})
     expect(page.locator("table.diff.split")).to_be_visible()
     expect(page.locator("table.diff.unified")).to_be_hidden()
+
+
+@pytest.mark.parametrize("width", (900, 1400))
+def test_chart_text_stays_readable_at_wider_screens(logged_in_page, stack, width):
+    seeded = dashboard_seed.small_search(stack, f"charts at {width}")
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    for url in (f"/searches/{seeded['search']}/", f"/kernels/{seeded['faster']}/"):
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        assert page.locator("svg.chart text").count() > 0, url
+        assert page.evaluate(SMALLEST_CHART_TEXT) >= 11, url
+        assert scroll_width(page) <= width, url
