@@ -1,7 +1,9 @@
 """Phones and long lines (issue 36): at 420 px no list page scrolls sideways as a whole (wide
 tables scroll inside their own box), the side-by-side diff turns unified below 800 px, and a
-diff line longer than its column can be read in full. Screenshots go to test-results/narrow/."""
+diff line longer than its column can be read in full. Screenshots go to the temp folder's
+kernellab-narrow/ (outside test-results/, which pytest-playwright empties at each run), to look at."""
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from tests.browser import dashboard_seed
 
 pytestmark = [pytest.mark.e2e]
 
-SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "narrow"
+SHOTS = Path(tempfile.gettempdir()) / "kernellab-narrow"
 # No spaces to break at: the worst a name can do to a table's width.
 LONG = "Fused_LayerNorm_GELU_Residual_Dropout_" + "x" * 60
 

@@ -3,6 +3,7 @@ kernel form's template reaches a correct verdict through the worker, its syntax 
 once, notes after an action go away, and a cancelled search's queued kernel is grey, not failed."""
 
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from tests.browser import dashboard_seed
 
 pytestmark = [pytest.mark.e2e]
 
-SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "narrow"
+SHOTS = Path(tempfile.gettempdir()) / "kernellab-narrow"  # as test_narrow_screens' screenshots
 VERDICT_TIMEOUT_S = 240  # the sandboxes' first start and a C build, on two shared cores
 
 
