@@ -7,7 +7,7 @@ from django.db.models import Count, F, IntegerField, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from searches.models import Device, EvaluationJob, Worker
+from searches.models import Device, EvaluationJob, Kernel, Worker
 
 WORKER_SEEN_WITHIN = timedelta(minutes=2)
 
@@ -122,9 +122,7 @@ def gpu_model_summary(rows: list[dict]) -> list[dict]:
 def job_queue_summary(*, now) -> list[dict]:
     """Per device: jobs queued and running (leased), failed in the last 24 h, and the age of the
     oldest queued job in seconds (None when none waits)."""
-    queued = Q(status=EvaluationJob.Status.QUEUED)
-    running = Q(status=EvaluationJob.Status.LEASED)
-    failed = Q(status=EvaluationJob.Status.FAILED, finished_at__gte=now - JOB_FAILURES_WINDOW)
+    queued, running, failed = (_job_state(state, now) for state in JOB_STATES)
     counts = {row["device"]: row for row in (
         EvaluationJob.objects.filter(queued | running | failed).order_by().values("device")
         .annotate(queued=Count("id", filter=queued), running=Count("id", filter=running),
@@ -137,6 +135,31 @@ def job_queue_summary(*, now) -> list[dict]:
                         "running": row.get("running", 0), "failed": row.get("failed", 0),
                         "oldest_queued_age": max((now - oldest).total_seconds(), 0) if oldest else None})
     return summary
+
+
+JOB_STATES = ("queued", "running", "failed")
+JOB_LIST_LIMIT = 200
+
+
+def _job_state(state: str, now) -> Q:
+    """The jobs each count of the queue summary counts. A failure is one of the last 24 h, not a
+    job dropped by its search's cancellation (never judged, so no failure)."""
+    if state == "queued":
+        return Q(status=EvaluationJob.Status.QUEUED)
+    if state == "running":
+        return Q(status=EvaluationJob.Status.LEASED)
+    return (Q(status=EvaluationJob.Status.FAILED, finished_at__gte=now - JOB_FAILURES_WINDOW)
+            & ~Q(kernel__reason_code=Kernel.CANCELLED))
+
+
+def job_list(*, device: str, state: str, now=None) -> list[EvaluationJob]:
+    """The jobs behind one count of the queue summary (queued ones in the order workers claim them,
+    the others newest first)."""
+    now = now or timezone.now()
+    order = ("-priority", "id") if state == "queued" else ("-finished_at", "-started_at", "-id")
+    return list(EvaluationJob.objects.filter(_job_state(state, now), device=device)
+                .select_related("problem", "kernel", "kernel__search", "requested_by")
+                .order_by(*order)[:JOB_LIST_LIMIT])
 
 
 def shared_gpus(rows: list[dict]) -> list[dict]:

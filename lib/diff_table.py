@@ -1,5 +1,5 @@
-"""Side-by-side diff of two sources as table rows, computed on the server with difflib.
-Both sides share each row, so they scroll together; long unchanged runs fold to a note.
+"""Diff of two sources as table rows, computed on the server with difflib, rendered side by side
+(both sides share each row, so they scroll together) and unified; long unchanged runs fold to a note.
 
 Kernel sources are anyone's text and the diff runs in the web process, so its work is bounded:
 sources past a size or line cap are refused before any matching, and the matcher is charged for
@@ -134,15 +134,20 @@ def diff_stats(rows: list[dict]) -> dict:
 
 
 def render_diff(rows: list[dict], *, left_title: str, right_title: str) -> str:
-    """The table as HTML (built directly: large diffs render fast); all text escaped."""
-    out = ['<table class="diff"><colgroup><col class="ln"><col><col class="ln"><col></colgroup>'
+    """The diff as HTML twice (built directly: large diffs render fast; all text escaped): side by
+    side, and unified for narrow screens, where two code columns leave a few characters each. The
+    stylesheet shows one of the two by the screen's width."""
+    if refused(rows):
+        return (f'<table class="diff"><tbody><tr class="fold refused"><td>Too large to diff here '
+                f'({escape(rows[0]["reason"])}): download both and diff them locally.</td></tr></tbody></table>')
+    return _render_split(rows, left_title, right_title) + _render_unified(rows, left_title, right_title)
+
+
+def _render_split(rows: list[dict], left_title: str, right_title: str) -> str:
+    out = ['<table class="diff split"><colgroup><col class="ln"><col><col class="ln"><col></colgroup>'
            '<thead><tr><th colspan="2">', escape(left_title), '</th><th colspan="2">',
            escape(right_title), "</th></tr></thead><tbody>"]
     for row in rows:
-        if row["kind"] == "refused":
-            out.append(f'<tr class="fold refused"><td colspan="4">Too large to diff here ({escape(row["reason"])}):'
-                       ' download both and diff them locally.</td></tr>')
-            continue
         if row["kind"] == "fold":
             out.append(f'<tr class="fold"><td colspan="4">… {row["count"]} unchanged lines …</td></tr>')
             continue
@@ -153,5 +158,40 @@ def render_diff(rows: list[dict], *, left_title: str, right_title: str) -> str:
             f'<tr class="{kind}"><td class="ln">{row["ln"] or ""}</td><td class="code {lcls}">{escape(row["l"])}</td>'
             f'<td class="ln">{row["rn"] or ""}</td><td class="code {rcls}">{escape(row["r"])}</td></tr>'
         )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _render_unified(rows: list[dict], left_title: str, right_title: str) -> str:
+    """One code column: a changed run's removed lines, then its added lines, as `diff -u` shows them."""
+    out = ['<table class="diff unified"><colgroup><col class="ln"><col class="ln"><col></colgroup>'
+           '<thead><tr><th colspan="3">− ', escape(left_title), "<br>+ ", escape(right_title),
+           "</th></tr></thead><tbody>"]
+    removed, added = [], []
+
+    def flush():
+        for ln, text in removed:
+            out.append(f'<tr class="del"><td class="ln">{ln}</td><td class="ln"></td>'
+                       f'<td class="code del">{escape(text)}</td></tr>')
+        for rn, text in added:
+            out.append(f'<tr class="add"><td class="ln"></td><td class="ln">{rn}</td>'
+                       f'<td class="code add">{escape(text)}</td></tr>')
+        removed.clear()
+        added.clear()
+
+    for row in rows:
+        if row["kind"] in ("del", "add", "chg"):
+            if row["ln"] is not None:
+                removed.append((row["ln"], row["l"]))
+            if row["rn"] is not None:
+                added.append((row["rn"], row["r"]))
+            continue
+        flush()
+        if row["kind"] == "fold":
+            out.append(f'<tr class="fold"><td colspan="3">… {row["count"]} unchanged lines …</td></tr>')
+        else:
+            out.append(f'<tr class="same"><td class="ln">{row["ln"]}</td><td class="ln">{row["rn"]}</td>'
+                       f'<td class="code">{escape(row["l"])}</td></tr>')
+    flush()
     out.append("</tbody></table>")
     return "".join(out)

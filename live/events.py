@@ -17,7 +17,7 @@ Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
 
 from django.db import transaction
 
-from searches.models import Search, SearchEvent
+from searches.models import Kernel, Search, SearchEvent
 from searches.selectors.kernels import speed_of_light
 
 from . import fanout
@@ -56,7 +56,7 @@ def kernel_payload(kernel) -> dict:
         "idea_id": kernel.idea_id,
         "parent_id": kernel.parent_id,
         "repair_of_id": kernel.repair_of_id,  # the lineage view hangs a repair under what it repairs
-        "status": kernel.status,
+        "status": Kernel.shown(kernel.status, kernel.reason_code),
         "reason": kernel.reason[:500],
         "quarantined": kernel.quarantined,
         "median_ms": kernel.median_ms,

@@ -1,13 +1,14 @@
 from pathlib import PurePath
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from proposers.prompts import LANGUAGES
 
 from .models import Device, Search
 from .services.searches import SEARCH_EFFORTS
-from .problem_checks import check_problem_source, model_docstring, size_error
+from .problem_checks import check_kernel_source, check_problem_source, model_docstring, size_error
 
 # === problems ===========================================================================
 
@@ -176,10 +177,46 @@ class IdeaAddForm(forms.Form):
 
 
 class KernelSubmitForm(forms.Form):
+    """A hand-written kernel, pasted or uploaded, parsed here (as the problem form parses a problem)
+    so a syntax error is answered at once instead of after a trip through the queue."""
+
+    source_file = forms.FileField(required=False, label="Kernel file (.py)",
+                                  widget=forms.ClearableFileInput(attrs={"accept": ".py,text/x-python,text/plain"}))
     name = forms.CharField(max_length=200, required=False)
     parent = forms.UUIDField(required=False, label="Parent kernel (code, optional)")
     source = forms.CharField(widget=forms.Textarea(attrs={"rows": 22, "spellcheck": "false", "wrap": "off"}),
-                             strip=False, label="Kernel source (a module defining ModelNew)")
+                             strip=False, required=False, label="Kernel source (a module defining ModelNew)")
+
+    def clean_source_file(self):
+        upload = self.cleaned_data.get("source_file")
+        if not upload:
+            return None
+        if upload.size > settings.KERNEL_SOURCE_MAX_BYTES:
+            raise ValidationError(f"{upload.name} is larger than {settings.KERNEL_SOURCE_MAX_BYTES:,} bytes.")
+        try:
+            return upload.name, upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"{upload.name} is not UTF-8 text (byte {exc.start} cannot be decoded): "
+                                  "upload the Python source file.") from None
+
+    def clean(self):
+        cleaned = super().clean()
+        uploaded, pasted = cleaned.get("source_file"), (cleaned.get("source") or "").replace("\r\n", "\n")
+        if "source_file" in self.errors:
+            return cleaned
+        if uploaded and pasted.strip():
+            self.add_error("source", "You pasted source and uploaded a file: keep one of them.")
+            return cleaned
+        field, source = ("source_file", uploaded[1]) if uploaded else ("source", pasted)
+        if uploaded and not (cleaned.get("name") or "").strip():
+            cleaned["name"] = PurePath(uploaded[0]).stem.replace("_", " ").strip()
+        try:
+            check_kernel_source(source)
+        except ValidationError as error:
+            self.add_error(field, error)
+            return cleaned
+        cleaned["source"] = source
+        return cleaned
 
 
 class ShareLinkForm(forms.Form):

@@ -17,10 +17,11 @@ REASON_CHARS = 300  # a hover's worth; the kernel page has the whole reason
 def search_lineage(*, search: Search) -> dict:
     kernels = Kernel.objects.filter(search=search).order_by("id").values_list(
         "id", "code", "parent_id", "idea_id", "repair_of_id", "round", "name", "status", "reason", "quarantined",
-        "median_ms", "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_at", "origin")
+        "median_ms", "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_at", "origin", "reason_code")
     rows = []
     for row in kernels:
         row = list(row)
+        row[7] = Kernel.shown(row[7], row.pop())  # a cancelled kernel is grey, not a failure
         row[1] = str(row[1])
         row[8] = row[8][:REASON_CHARS]
         row[14] = row[14] is not None  # approved: the script needs only whether

@@ -331,8 +331,16 @@ class Kernel(models.Model):
     VERDICT_FIELDS = ("status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
                       "speedup_vs_compile", "precision", "device_name", "verified", "evaluated_at")
 
+    # A queued kernel its search's cancellation dropped: FAILED with this reason code (no status of its
+    # own: that would be a migration), shown grey as CANCELLED_LABEL and outside failure counts.
+    CANCELLED, CANCELLED_LABEL = "cancelled", "Not evaluated (cancelled)"
+
     def __str__(self):
         return self.name or f"kernel {str(self.code)[:8]}"
+
+    @staticmethod
+    def shown(status: str, reason_code: str) -> str:
+        return Kernel.CANCELLED if status == Verdict.FAILED and reason_code == Kernel.CANCELLED else status
 
     def verdict(self) -> dict:
         return {name: getattr(self, name) for name in self.VERDICT_FIELDS}

@@ -1,4 +1,4 @@
-"""Static checks of a problem's source, the only checks the web process may do.
+"""Static checks of a problem's (and a hand-written kernel's) source, the only checks the web process may do.
 
 Problem code is untrusted: here it is only measured and parsed, never imported or run.
 Running it (output shapes, baselines, errors at run time) is the sandboxed validation job's
@@ -124,3 +124,24 @@ def model_docstring(source: str) -> str:
             if doc:
                 return doc.strip()
     return (ast.get_docstring(tree) or "").strip()
+
+
+def check_kernel_source(source: str) -> None:
+    """Raise ValidationError when `source` cannot be a kernel module: empty, too large, not Python,
+    or without ModelNew. The same parse as the problem form's, before anything is queued."""
+    if not source.strip():
+        raise ValidationError("The kernel source is empty.", code="empty")
+    if len(source.encode("utf-8")) > settings.KERNEL_SOURCE_MAX_BYTES:
+        raise ValidationError(f"The kernel source is larger than {settings.KERNEL_SOURCE_MAX_BYTES:,} bytes.",
+                              code="too_large")
+    try:
+        tree = ast.parse(source, filename="kernel.py")
+    except SyntaxError as exc:
+        raise ValidationError(syntax_error_message(exc), code="syntax") from None
+    except ValueError as exc:
+        raise ValidationError(f"The source cannot be parsed as Python: {exc}.", code="syntax") from None
+    except (RecursionError, MemoryError):
+        raise ValidationError(NESTING_MESSAGE, code="too_deep") from None
+    if "ModelNew" not in module_names(tree):
+        raise ValidationError("A kernel module must define `class ModelNew(nn.Module)` (see the kernel format).",
+                              code="missing_names")

@@ -17,6 +17,7 @@ from .kernels import (  # noqa: F401
     kernel_by_code,
     kernel_signature,
     kernel_compare_problem,
+    kernel_template,
     provenance,
 )
 from .leaderboards import (  # noqa: F401
@@ -62,6 +63,7 @@ from .sharing import (  # noqa: F401
 )
 from .suites import (  # noqa: F401
     FAST_P,
+    OUTCOMES as SUITE_OUTCOMES,
     rows_score,
     suite_list,
     suite_members,

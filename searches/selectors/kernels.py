@@ -1,8 +1,10 @@
 """Reads on kernels: runs, comparison, speed of light, ranking."""
 
+import ast
+
 from runner import ceilings
 
-from searches.models import BenchmarkRun, EvaluationJob, Kernel, Verdict
+from searches.models import BenchmarkRun, Device, EvaluationJob, Kernel, Problem, Verdict
 
 
 def speed_of_light(problem, kernel) -> dict | None:
@@ -91,3 +93,103 @@ def provenance(runs) -> list[dict]:
                     "torch": env.get("torch"), "cuda": env.get("cuda"), "python": env.get("python"),
                     "runner_version": env.get("runner_version"), "date": run.created_at, "seed": run.seed})
     return out
+
+
+_TEMPLATE_CPU = '''"""A kernel for {name}: ModelNew takes Model's constructor arguments and returns what Model returns,
+computed by the C function below (docs: /docs/kernel-format/)."""
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import torch
+import torch.nn as nn
+
+_SOURCE = r"""
+#include <stdint.h>
+void kernel(const float *x, float *out, int64_t n) {{
+    for (int64_t i = 0; i < n; i++) {{
+        out[i] = x[i];  /* TODO: what Model.forward computes */
+    }}
+}}
+"""
+
+
+def _build(source):
+    folder = tempfile.mkdtemp(prefix="kernel-")  # the sandbox's own temp folder
+    path, library = os.path.join(folder, "kernel.c"), os.path.join(folder, "kernel.so")
+    with open(path, "w") as handle:
+        handle.write(source)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", path, "-o", library, "-lm"],
+                   capture_output=True, text=True, check=True)
+    return ctypes.CDLL(library)
+
+
+_lib = _build(_SOURCE)
+
+
+class ModelNew(nn.Module):
+    def __init__({init}):
+        super().__init__()
+
+    def forward({forward}):
+        x = {first}.contiguous()
+        out = torch.empty_like(x)  # TODO: Model's output shape and dtype
+        _lib.kernel(ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()), ctypes.c_int64(x.numel()))
+        return out
+'''
+
+_TEMPLATE_CUDA = '''"""A kernel for {name}: ModelNew takes Model's constructor arguments and returns what Model returns,
+computed by the CUDA kernel below (docs: /docs/kernel-format/)."""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CUDA = r"""
+#include <torch/extension.h>
+
+__global__ void kernel(const float *x, float *out, int64_t n) {{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i];  /* TODO: what Model.forward computes */
+}}
+
+torch::Tensor run(torch::Tensor x) {{
+    auto out = torch::empty_like(x);  // TODO: Model's output shape and dtype
+    int64_t n = x.numel();
+    kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}}
+"""
+
+_ext = load_inline(name="kernel_ext", cpp_sources="torch::Tensor run(torch::Tensor x);", cuda_sources=_CUDA,
+                   functions=["run"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__({init}):
+        super().__init__()
+
+    def forward({forward}):
+        return _ext.run({first}.contiguous())
+'''
+
+
+def kernel_template(problem: Problem) -> str:
+    """A ModelNew skeleton for the problem, with its Model's constructor and forward arguments and a
+    kernel of its own to fill in (the kernel form's starting point)."""
+    init, forward, first = "self", "self, x", "x"
+    try:
+        module = ast.parse(problem.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a stored problem parses; be safe anyway
+        module = ast.Module(body=[], type_ignores=[])
+    model = next((node for node in module.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    for item in model.body if model else ():
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            init = ast.unparse(item.args)
+        elif isinstance(item, ast.FunctionDef) and item.name == "forward":
+            forward = ast.unparse(item.args)
+            positional = item.args.posonlyargs + item.args.args
+            first = positional[1].arg if len(positional) > 1 else (item.args.vararg.arg + "[0]" if item.args.vararg
+                                                                   else first)
+    template = _TEMPLATE_CUDA if problem.device == Device.CUDA else _TEMPLATE_CPU
+    return template.format(name=problem.name.replace('"', "'"), init=init, forward=forward, first=first)

@@ -47,14 +47,17 @@ def search_leaderboard(*, search: Search, limit: int = 20) -> list[Kernel]:
 def search_counts(*, search: Search) -> dict:
     """How many of the search's kernels are in each state, for progress displays."""
     counts = {}
-    for status in Kernel.objects.filter(search=search).values_list("status", flat=True):
+    for status, code in Kernel.objects.filter(search=search).values_list("status", "reason_code"):
+        status = Kernel.shown(status, code)
         counts[status] = counts.get(status, 0) + 1
     return counts
 
 
 TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
                "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin", "device_name",
-               "precision", "evaluated_at")
+               "precision", "evaluated_at", "reason_code")
+# Not judged: waiting, being judged, or dropped by a cancellation; none counts as a failure.
+UNJUDGED = (Verdict.PENDING, Verdict.EVALUATING, Kernel.CANCELLED)
 
 
 def search_tree(*, search: Search) -> dict:
@@ -64,6 +67,7 @@ def search_tree(*, search: Search) -> dict:
     for k in kernels:
         sol = speed_of_light(search.problem, k)
         k["sol"] = sol["fraction"] if sol else None
+        k["status"] = Kernel.shown(k["status"], k.pop("reason_code"))
     ideas = list(Idea.objects.filter(search=search).order_by("id").values("id", "parent_kernel_id", "round", "title",
                                                                           "origin"))
     kernel_ids = {k["id"] for k in kernels}
@@ -128,8 +132,7 @@ def search_speedup_over_time(tree: dict, started_at) -> list[dict]:
     """Each ranked kernel's speedups at the time its verdict landed, in seconds since `started_at`
     (kernels copied by a fork keep their original time, so they count from 0), and as `n` its
     number among all judged candidates in verdict order (failures count: they cost a candidate)."""
-    judged = sorted((k for k in tree["kernels"] if k["evaluated_at"] is not None
-                     and k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)),
+    judged = sorted((k for k in tree["kernels"] if k["evaluated_at"] is not None and k["status"] not in UNJUDGED),
                     key=lambda k: (k["evaluated_at"], k["id"]))
     points = []
     for n, k in enumerate(judged, start=1):
@@ -142,7 +145,7 @@ def search_speedup_over_time(tree: dict, started_at) -> list[dict]:
 def search_idea_outcomes(idea_stats: list[dict], limit: int = 12) -> list[dict]:
     """The first `limit` ideas of `search_idea_stats`: kernels correct, failed and waiting, best speedup."""
     return [{"title": s["idea"]["title"], "correct": s["correct"], "failed": s["evaluated"] - s["correct"],
-             "waiting": s["kernels"] - s["evaluated"], "best": s["best_speedup"]} for s in idea_stats[:limit]]
+             "waiting": s["waiting"], "best": s["best_speedup"]} for s in idea_stats[:limit]]
 
 
 def search_idea_stats(tree: dict) -> list[dict]:
@@ -150,12 +153,13 @@ def search_idea_stats(tree: dict) -> list[dict]:
     stats = []
     for idea in tree["ideas"]:
         kernels = tree["kernels_of_idea"].get(idea["id"], [])
-        done = [k for k in kernels if k["status"] not in (Verdict.PENDING, Verdict.EVALUATING)]
+        done = [k for k in kernels if k["status"] not in UNJUDGED]
         correct = [k for k in done if k["status"] == Verdict.CORRECT]
         speedups = [k["speedup_vs_eager"] for k in correct if k["speedup_vs_eager"] is not None]
         repairs = [k for k in done if k["origin"] == Kernel.Origin.REPAIR]
         stats.append({
             "idea": idea, "kernels": len(kernels), "evaluated": len(done), "correct": len(correct),
+            "waiting": sum(k["status"] in (Verdict.PENDING, Verdict.EVALUATING) for k in kernels),
             "rate": (len(correct) / len(done)) if done else None, "best_speedup": max(speedups, default=None),
             "repairs": len(repairs), "repairs_fixed": sum(k["status"] == Verdict.CORRECT for k in repairs),
         })
@@ -182,13 +186,17 @@ RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isn
                   & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
 
 
-def search_list(*, problem=None, limit: int = 200) -> list[Search]:
-    """Newest first, each with its planned candidates and best ranked speedups (one query)."""
+def search_list(*, problem=None, every_version: bool = False, suite=None, limit: int = 200) -> list[Search]:
+    """Newest first, each with its planned candidates and best ranked speedups (one query); of one
+    problem version, or of all versions of its problem (`every_version`), or on a suite's problems
+    (as suite_search_counts counts them)."""
     qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
           .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
                     best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
     if problem is not None:
-        qs = qs.filter(problem=problem)
+        qs = qs.filter(problem__lineage=problem.lineage) if every_version else qs.filter(problem=problem)
+    if suite is not None:
+        qs = qs.filter(problem__suite_memberships__suite=suite)
     searches = list(qs[:limit])
     for search in searches:
         search.planned = search_planned_candidates(search)

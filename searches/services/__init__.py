@@ -46,6 +46,7 @@ from .searches import (  # noqa: F401
     SEARCH_KNOB_LIMITS,
     SEARCH_FORK_OVERRIDES,
     SEARCH_EFFORTS,
+    PAUSE_EFFECT,
     search_start,
     search_pause,
     search_resume,

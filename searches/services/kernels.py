@@ -176,15 +176,16 @@ def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
                                 options=options, requested_by=user)
 
 
-def kernel_job_failed(*, job: EvaluationJob, reason: str) -> None:
-    """A kernel's job failed for good (it kept killing its worker, or the search was cancelled)."""
+def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "") -> None:
+    """A kernel's job failed for good (it kept killing its worker, or the search was cancelled:
+    `reason_code` Kernel.CANCELLED)."""
     if job.purpose == EvaluationJob.Purpose.RERUN or job.kernel_id is None:
         return
     kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
     if BenchmarkRun.objects.filter(job=job).exists():
         return
-    kernel.status, kernel.reason = Verdict.FAILED, reason
-    kernel.save(update_fields=["status", "reason"])
+    kernel.status, kernel.reason, kernel.reason_code = Verdict.FAILED, reason, reason_code
+    kernel.save(update_fields=["status", "reason", "reason_code"])
     if kernel.search_id:
         events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
         kick(kernel.search_id)

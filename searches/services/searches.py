@@ -117,6 +117,10 @@ def _search_locked(search: Search) -> Search:
     return Search.objects.select_for_update().get(pk=search.pk)
 
 
+# What a pause does, said where it is offered and where it shows.
+PAUSE_EFFECT = "queued candidates still finish; nothing new is proposed until it is resumed"
+
+
 @transaction.atomic
 def search_pause(*, search: Search, user) -> Search:
     """Stop proposing new work; candidates already queued are still evaluated."""
@@ -126,7 +130,7 @@ def search_pause(*, search: Search, user) -> Search:
         raise ValidationError(f"Only a queued or running search can be paused; this one is {search.status}.",
                               code="status")
     search.status = Search.Status.PAUSED
-    search.stop_reason = f"paused by {_user_label(user)}"
+    search.stop_reason = f"paused by {_user_label(user)}: {PAUSE_EFFECT}"
     search.save(update_fields=["status", "stop_reason"])
     events.publish_search_status(search)
     return search
@@ -171,7 +175,7 @@ def search_cancel(*, search: Search, user) -> Search:
     for job in EvaluationJob.objects.select_for_update().filter(
         kernel__search=search, status=EvaluationJob.Status.QUEUED
     ):
-        job_fail(job=job, reason="not evaluated: the search was cancelled")
+        job_fail(job=job, reason="not evaluated: the search was cancelled", reason_code=Kernel.CANCELLED)
     events.publish_search_status(search)
     return search
 
@@ -221,7 +225,8 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     require_search_room(user)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
-        **{**knobs, "name": (knobs.get("name") or f"Fork of {search}")[:200]},
+        # Named for its source unless a name was given (the knobs carry the source's own name).
+        **{**knobs, "name": (overrides.get("name") or f"{str(search)[:193]} (fork)")[:200]},
     )
     copies: dict[int, Kernel] = {}
     parents = [_search_copy_path(fork, kernel, copies).id for kernel in starts]

@@ -10,7 +10,7 @@ from html import escape
 
 from django.core.cache import cache
 
-from ..models import Verdict
+from ..models import Kernel, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ MARKS = {
     Verdict.OOM: ("M", "Out of memory"),
     Verdict.NO_CODE: ("∅", "No code in the reply"),
     Verdict.FAILED: ("‼", "Evaluation failed"),
+    Kernel.CANCELLED: ("–", Kernel.CANCELLED_LABEL),
 }
 QUARANTINE_MARK = ("⚠", "Quarantined: implausibly fast, outside the ranking until a verified rerun and an approval")
 

@@ -2,6 +2,7 @@
 
 import secrets
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -19,7 +20,7 @@ from lib.ratelimit import limits_sandbox_work
 
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchForkForm, SearchStartForm
-from ..models import Kernel, Problem, Search, ShareLink, Verdict
+from ..models import Kernel, Problem, Search, ShareLink, Suite, Verdict
 from .search_tree import MARKS, QUARANTINE_MARK, cached_for_search, matching_ids, render_tree
 
 IDEA_TABLE_ROWS = 40  # the rest show their rate on their node in the tree
@@ -48,9 +49,17 @@ def add_service_errors(form, error: ValidationError) -> None:
 
 @login_required
 def search_list(request):
-    searches = selectors.search_list()
+    """Every search, or one problem version's (?problem=CODE), or every version's (&versions=all),
+    or a suite's problems' (?suite=CODE): what the problem and suite pages' counts count."""
+    problem, suite, every_version = None, None, request.GET.get("versions") == "all"
+    if request.GET.get("problem"):
+        problem = get_object_or_404(Problem, code=_uuid_or_none(request.GET["problem"]))
+    if request.GET.get("suite"):
+        suite = get_object_or_404(Suite, code=_uuid_or_none(request.GET["suite"]))
+    searches = selectors.search_list(problem=problem, every_version=every_version, suite=suite)
     selectors.search_stalls(searches=searches)  # each active one's `stalled` reason, or ""
-    return render(request, "searches/search/list.html", {"searches": searches})
+    return render(request, "searches/search/list.html",
+                  {"searches": searches, "problem": problem, "suite": suite, "every_version": every_version})
 
 
 @login_required
@@ -187,6 +196,7 @@ def search_detail(request, code):
         "idea_form": IdeaAddForm(), "share_links": selectors.share_links_for(search=search),
         "share_kind": ShareLink.Kind.SEARCH, "live_json": context["live"],
         "may_steer": services.may_steer(search, request.user), "queue_note": search_queue_note(search),
+        "pause_effect": services.PAUSE_EFFECT,
     })
     response = render(request, "searches/search/detail.html", context)
     return gzip_parts.respond(request, response, TREE_MARKER, context["tree_part"])
@@ -202,7 +212,7 @@ def search_control(request, code, action):
     except (ValidationError, PermissionDenied) as error:
         messages.error(request, f"Could not {action} the search: {error_text(error)}")
     else:
-        messages.success(request, {"pause": "Search paused.", "resume": "Search resumed.",
+        messages.success(request, {"pause": f"Search paused: {services.PAUSE_EFFECT}.", "resume": "Search resumed.",
                                    "cancel": "Search cancelled."}[action])
     return redirect("search_detail", code=search.code)
 
@@ -272,7 +282,11 @@ def kernel_new(request, code=None, problem_code=None):
     """Submit a hand-written kernel to a search (code) or straight to a problem (problem_code)."""
     search = get_object_or_404(Search.objects.select_related("problem"), code=code) if code else None
     problem = search.problem if search else get_object_or_404(Problem, code=problem_code)
-    form = KernelSubmitForm(request.POST or None)
+    if request.method == "POST":
+        form = KernelSubmitForm(request.POST, request.FILES)
+    else:  # "Start from a template" asks for a ModelNew skeleton of this problem
+        form = KernelSubmitForm(initial={"source": selectors.kernel_template(problem)} if "template" in request.GET
+                                else None)
     if request.method == "POST" and form.is_valid():
         parent = None
         if form.cleaned_data.get("parent"):
@@ -290,7 +304,8 @@ def kernel_new(request, code=None, problem_code=None):
             else:
                 messages.success(request, "Kernel submitted: it is queued for evaluation.")
                 return redirect("kernel_detail", code=kernel.code)
-    return render(request, "searches/kernel/new.html", {"form": form, "search": search, "problem": problem})
+    return render(request, "searches/kernel/new.html", {"form": form, "search": search, "problem": problem,
+                                                        "source_limit": settings.KERNEL_SOURCE_MAX_BYTES})
 
 
 def _form_errors(form) -> str:

@@ -146,7 +146,7 @@ def shared(request, token):
     elif link.kind == ShareLink.Kind.COMPARE:
         context, template = compare_context(link.kernel, link.other_kernel, shared=True), "searches/compare/shared.html"
     elif link.kind == ShareLink.Kind.SUITE:
-        context = suite_context(link.suite, share_token=token)
+        context = suite_context(link.suite, share_token=token, outcome=request.GET.get("outcome", ""))
         if request.GET.get("fragment"):  # the shared page's live refresh, like the suite page's
             return _shared_headers(suite_fragment(request, context))
         template = "searches/suites/shared.html"

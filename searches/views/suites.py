@@ -48,9 +48,11 @@ def suite_import(request):
     return render(request, "searches/suites/import.html", {"form": form, "limits": limits})
 
 
-def suite_context(suite: Suite, *, share_token: str = "") -> dict:
+def suite_context(suite: Suite, *, share_token: str = "", outcome: str = "") -> dict:
     """What the suite's page and its shared copy both show. With a share token, the page's links
-    (live refresh, exports, kernels) go through the token, and problems are plain text."""
+    (live refresh, exports, kernels) go through the token, and problems are plain text. `outcome`
+    (one of the verdict counts, which link here) keeps only the problems with that outcome."""
+    outcome = outcome if outcome in selectors.SUITE_OUTCOMES else ""
     shared = bool(share_token)
     if shared:
         page_url = reverse("shared", kwargs={"token": share_token})
@@ -60,7 +62,8 @@ def suite_context(suite: Suite, *, share_token: str = "") -> dict:
         exports = {fmt: reverse(f"suite_{fmt}", kwargs={"code": suite.code}) for fmt in ("json", "csv")}
     return {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
             "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite),
-            "live_url": page_url + "?fragment=1", "exports": exports, "shared": shared, "share_token": share_token}
+            "live_url": page_url + "?fragment=1" + (f"&outcome={outcome}" if outcome else ""), "page_url": page_url,
+            "outcome": outcome, "exports": exports, "shared": shared, "share_token": share_token}
 
 
 def suite_fragment(request, context: dict):
@@ -74,7 +77,7 @@ def suite_fragment(request, context: dict):
 @require_GET
 def suite_detail(request, code):
     suite = get_object_or_404(Suite, code=code)
-    context = suite_context(suite)
+    context = suite_context(suite, outcome=request.GET.get("outcome", ""))
     if request.GET.get("fragment"):
         return suite_fragment(request, context)
     context.update({"share_links": selectors.share_links_for(suite=suite, kind=ShareLink.Kind.SUITE),

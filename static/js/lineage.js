@@ -23,7 +23,7 @@
     pending: "Waiting", evaluating: "Evaluating", correct: "Correct", incorrect: "Incorrect",
     rejected: "Rejected: breaks a kernel rule", compile_error: "Compile error", runtime_error: "Runtime error",
     timeout: "Timed out", crashed: "Crashed", oom: "Out of memory", no_code: "No code in the reply",
-    failed: "Evaluation failed",
+    failed: "Evaluation failed", cancelled: "Not evaluated (cancelled)",
   };
 
   const svg = document.getElementById("lineage-svg");
@@ -236,7 +236,9 @@
   const zoom = { s: 1, x: 20, y: 20 };
   function applyZoom() {
     view.setAttribute("transform", `translate(${zoom.x} ${zoom.y}) scale(${zoom.s})`);
-    svg.classList.toggle("far", zoom.s < 0.55);
+    // Labels hide when zoomed far out; shown, they are never under 11 px on screen (lineage.css).
+    svg.classList.toggle("far", zoom.s < 0.8);
+    svg.style.setProperty("--zoom", String(zoom.s));
     // Dots keep their size on screen when zooming in, and shrink (not below a third) zooming out.
     svg.style.setProperty("--dot", String(Math.max(0.33, Math.min(1, Math.pow(zoom.s, 0.6)))));
   }
@@ -312,7 +314,7 @@
   function ideaFacts(i) {
     const kids = (last.g.children.get("i" + i.id) || []).filter((c) => c[0] === "k").map((c) => kernels.get(+c.slice(1)));
     return [["Idea", i.title], ["Round", String(i.round) + " · " + i.origin],
-            ["Kernels", `${kids.filter((k) => k.status === "correct").length} correct of ${kids.length}`]];
+            ["Kernels", `${kids.filter((k) => k.status === "correct").length} correct of ${kids.filter((k) => k.status !== "cancelled").length}`]];
   }
   function factList(facts, into) {
     const dl = document.createElement("dl");

@@ -156,7 +156,7 @@
   function showIdeaRates() {
     const counts = new Map();
     nodes.forEach((n) => {
-      if (!n.idea || UNSETTLED.has(n.status)) return;
+      if (!n.idea || UNSETTLED.has(n.status) || n.status === "cancelled") return;
       const c = counts.get(n.idea) || [0, 0];
       c[1] += 1; if (n.status === "correct") c[0] += 1;
       counts.set(n.idea, c);

@@ -21,7 +21,7 @@ def test_open_a_kernel_and_its_diff(logged_in_page, stack, tmp_path):
     expect(page.get_by_role("heading", name="fast kernel")).to_be_visible()
     expect(page.locator("#idea")).to_contain_text("Vectorise the loads")
     expect(page.locator("#kernel-source .highlight")).to_contain_text("class ModelNew")
-    diff = page.locator("#diff table.diff")
+    diff = page.locator("#diff table.diff.split")
     expect(diff.locator("td.del")).to_contain_text("clamp_min(0)")
     expect(diff.locator("td.add")).to_contain_text("relu()  # vectorised")
     expect(page.locator("#correctness")).to_contain_text("randn")

@@ -37,6 +37,13 @@ def test_share_link_logged_out_then_revoked(logged_in_page, stack, chromium):
 
         page.goto(f"/kernels/{seeded['faster']}/")
         row = page.locator("#share-links tr", has_text="for the reading group")
+        # Revoking asks first: dismissed, the link stays active; accepted, it is revoked.
+        questions = []
+        page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+        row.get_by_role("button", name="Revoke").click()
+        assert anonymous.goto(url).status == 200
+        assert questions and "Revoke the share link “for the reading group”?" in questions[0]
+        page.once("dialog", lambda dialog: dialog.accept())
         row.get_by_role("button", name="Revoke").click()
         expect(page.locator("#share-links tr", has_text="for the reading group")).to_contain_text("revoked")
         assert anonymous.goto(url).status == 404
@@ -104,6 +111,7 @@ out = dict(suite=str(suite.code))
 
         row = page.locator("#share-links tr", has_text="for the benchmark review")
         page.goto(f"/suites/{seeded['suite']}/")
+        page.once("dialog", lambda dialog: dialog.accept())
         row.get_by_role("button", name="Revoke").click()
         expect(row).to_contain_text("revoked")
         assert anonymous.goto(url).status == 404

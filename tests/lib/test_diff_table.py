@@ -59,3 +59,18 @@ def test_sources_that_differ_everywhere_are_refused_within_the_budget():
         opcodes(a, b)
     rows = diff_rows("\n".join(a), "\n".join(b))
     assert refused(rows) == "the sources differ in too many places to match line by line here"
+
+
+def test_render_gives_a_side_by_side_and_a_unified_table_escaped():
+    a = "x = 1\ny = 2\nz = 3\n"
+    b = "x = 1\ny = '<b>'\nw = 4\nz = 3\n"
+    html = render_diff(diff_rows(a, b), left_title="old <k>", right_title="new")
+    split, unified = html.split('<table class="diff unified">')
+    assert split.startswith('<table class="diff split">') and "<b>" not in html and "&lt;b&gt;" in html
+    # Unified: the changed run's removed line first, then its added lines, each with its own number.
+    rows = unified.split("<tr ")[1:]
+    kinds = [row.split('"')[1] for row in rows]
+    assert kinds == ["same", "del", "add", "add", "same"]
+    assert '<td class="ln">2</td><td class="ln"></td><td class="code del">y = 2</td>' in unified
+    assert '<td class="ln"></td><td class="ln">3</td><td class="code add">w = 4</td>' in unified
+    assert "− old &lt;k&gt;<br>+ new" in unified

@@ -175,7 +175,7 @@ def test_kernel_page_sections(client, tree):
     html = client.get(reverse("kernel_detail", args=[k.code])).content.decode()
     assert "Vectorise loads" in html
     assert 'class="highlight"' in html  # Pygments
-    assert 'table class="diff"' in html and "parent: seed kernel" in html
+    assert 'table class="diff split"' in html and "parent: seed kernel" in html
     assert "cc -O3 ok" in html and "randn" in html and "NVIDIA H200" in html and "580.65" in html
     assert "PROMPT-TEXT" in html and "REPLY-TEXT" in html
     assert 'class="chart timing"' in html
@@ -242,7 +242,7 @@ def test_compare_two_kernels(client, tree):
     response = client.get(reverse("compare"), {"a": a.code, "b": b.code})
     html = response.content.decode()
     assert response.status_code == 200
-    assert 'table class="diff"' in html and 'id="delta-ratio">4.000×' in html
+    assert 'table class="diff split"' in html and 'id="delta-ratio">4.000×' in html
     # The tree's checkboxes submit k=...&k=...
     response = client.get(reverse("compare") + f"?k={a.code}&k={b.code}")
     assert 'id="delta-ratio">4.000×' in response.content.decode()

@@ -80,7 +80,9 @@ def test_list_shows_latest_versions_with_status_baselines_and_search_counts(clie
     assert page.count("Softmax</a>") == 1  # only the latest version is listed
     assert "v2" in page and '<span class="badge ok"' in page
     assert "0.0412 ms" in page and "1.25 ms" in page
-    assert '<td class="num">3</td>' in page  # searches over every version
+    assert 'title="Its searches, every version">3</a></td>' in page  # searches over every version
+    listed = client_in.get(reverse("search_list"), {"problem": v2.code, "versions": "all"}).content.decode()
+    assert listed.count('<span class="badge queued">') == 3  # the count's link lists the same three
 
 
 def test_detail_shows_the_validation_result_and_highlighted_source(client_in, problem):

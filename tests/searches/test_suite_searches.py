@@ -51,7 +51,7 @@ def test_the_suite_page_starts_them_in_one_request(client, suite):
     assert html.count('class="outcome-started"') == 2 and Search.objects.count() == 2
     detail = client.get(reverse("suite_detail", args=[suite.code])).content.decode()
     assert reverse("suite_search", args=[suite.code]) in detail
-    assert "2 searches on these problems, 2 queued or running" in detail
+    assert f'?suite={suite.code}">2</a> searches on these problems, 2 queued or running' in detail
 
 
 def test_the_suite_page_says_what_is_in_progress_and_serves_its_moving_part(client, suite):

@@ -81,7 +81,7 @@ def test_suite_page_and_exports_show_the_scores(client_in):
     page = client_in.get(reverse("suite_detail", args=[suite.code])).content.decode()
     assert "NVIDIA H200" in page and reverse("kernel_detail", args=[best.code]) in page
     assert "50% (1/2)" in page  # fast_1 vs eager: the quarantined 9x is not a win
-    assert "quarantined 1" in page
+    assert f'quarantined <a href="{reverse("suite_detail", args=[suite.code])}?outcome=quarantined#per-problem-1">1</a>' in page
     data = json.loads(client_in.get(reverse("suite_json", args=[suite.code])).content)
     score = data["scores"][0]
     assert score["fast_p"]["eager"]["fast_2"] == {"count": 1, "fraction": 0.5}
