@@ -126,7 +126,7 @@ class AnthropicProposer(Proposer):
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
-                return KernelProposal(source=source, note=_note(reply)), total
+                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input)), total
             log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
@@ -259,6 +259,22 @@ def _note(reply: "Reply") -> str:
     if isinstance(reply.tool_input, dict) and isinstance(reply.tool_input.get("note"), str):
         return reply.tool_input["note"][:1000]
     return ""
+
+
+ANALYSIS_CHARS = 1000
+
+
+def analysis_of(data) -> dict:
+    """The model's own analysis from a submit_kernel call, its well-formed parts only."""
+    given = data.get("analysis") if isinstance(data, dict) else None
+    if not isinstance(given, dict):
+        return {}
+    analysis = {key: given[key].strip()[:ANALYSIS_CHARS] for key in ("bottleneck", "plan")
+                if isinstance(given.get(key), str) and given[key].strip()}
+    expected = given.get("expected_speedup")
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and 0 < expected < 1000:
+        analysis["expected_speedup"] = float(expected)
+    return analysis
 
 
 def _merge(first: Exchange, second: Exchange) -> Exchange:

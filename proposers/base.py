@@ -118,6 +118,7 @@ class KernelProposal:
     source: str  # a complete ModelNew module; "" when the reply had no usable code
     name: str = ""
     note: str = ""
+    analysis: dict = field(default_factory=dict)  # the model's own: {bottleneck, plan, expected_speedup}, any missing
 
 
 class Proposer:

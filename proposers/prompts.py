@@ -34,8 +34,9 @@ The kernel format (follow it exactly):
 """
 
 KERNEL_REPLY = ("Reply by calling the tool `submit_kernel` with the complete Python module defining `class "
-                "ModelNew(nn.Module)` as `source` and at most three sentences in `note`. Without tools, reply with the "
-                "module in a single ```python fenced block (no other code blocks), then the sentences.")
+                "ModelNew(nn.Module)` as `source`, at most three sentences in `note`, and your `analysis` (the "
+                "bottleneck, your plan, the speedup you expect). Without tools, reply with the module in a single "
+                "```python fenced block (no other code blocks), then the sentences.")
 IDEAS_RETRY = "\n\nYour previous reply could not be parsed. Call the tool `propose_ideas` (or reply with the JSON list only)."
 KERNEL_RETRY = "\n\nYour previous reply could not be used ({why}). Call the tool `submit_kernel` with the complete module."
 
@@ -87,6 +88,14 @@ KERNEL_TOOL = {
         "properties": {
             "source": {"type": "string", "description": "the complete Python module defining class ModelNew"},
             "note": {"type": "string", "description": "at most three sentences on what it does"},
+            "analysis": {
+                "type": "object", "description": "your own analysis of the kernel this one improves on, before the code",
+                "properties": {
+                    "bottleneck": {"type": "string", "description": "what limits it now (one sentence)"},
+                    "plan": {"type": "string", "description": "what this kernel changes about it (one or two sentences)"},
+                    "expected_speedup": {"type": "number", "description": "the speedup you expect over it, e.g. 1.3"},
+                },
+            },
         },
         "required": ["source"],
     },

@@ -290,6 +290,9 @@ class Kernel(models.Model):
     source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="duplicates")
+    # The model's own analysis in its reply (proposers.base.KernelProposal.analysis): bottleneck, plan,
+    # expected_speedup; empty for kernels no model wrote.
+    analysis = models.JSONField(default=dict, blank=True)
 
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)

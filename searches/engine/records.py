@@ -49,7 +49,7 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
             kernel = Kernel.objects.create(
                 problem_id=search.problem_id, search=search, idea=idea, parent=parent, repair_of=repair_of,
                 round=round, variant=variant, name=name[:200], source=source, origin=origin, call=call,
-                source_hash=digest, duplicate_of=twin, **verdict,
+                source_hash=digest, duplicate_of=twin, analysis=proposal.analysis or {}, **verdict,
             )
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")

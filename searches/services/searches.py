@@ -258,7 +258,8 @@ def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
         parent_copy = Kernel.objects.create(
             problem_id=original.problem_id, search=fork, idea=idea_copy, parent=parent_copy, round=0,
             name=f"{original.name or 'kernel'} (#{original.id} of search {original.search_id})"[:200],
-            source=original.source, origin=Kernel.Origin.FORK, author=original.author, **original.verdict(),
+            source=original.source, origin=Kernel.Origin.FORK, author=original.author, analysis=original.analysis,
+            **original.verdict(),
         )
         copies[original.id] = parent_copy
         events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))

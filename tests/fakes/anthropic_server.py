@@ -310,8 +310,9 @@ def ideas_call(count: int, briefs: int = 1, prefix: str = "Idea") -> dict:
                       for i in range(count)]}
 
 
-def kernel_call(source: str, note: str = "A kernel of its own.") -> dict:
-    return {"source": source, "note": note}
+def kernel_call(source: str, note: str = "A kernel of its own.", analysis: dict | None = None) -> dict:
+    """A submit_kernel tool input; `analysis` as the model's own (bottleneck, plan, expected_speedup)."""
+    return {"source": source, "note": note, **({"analysis": analysis} if analysis is not None else {})}
 
 
 def asked_counts(seen: Seen) -> tuple[int, int]:
