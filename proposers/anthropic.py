@@ -37,6 +37,8 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
 CONNECT_TIMEOUT_S = 10.0
 RETRY_AFTER_MAX_S = 600.0
+_NO_TOOL = ("the model replied twice without calling `{tool}` (tool_choice auto, with thinking or effort set) "
+            "and without a usable text answer")
 
 
 class AnthropicProposer(Proposer):
@@ -105,6 +107,8 @@ class AnthropicProposer(Proposer):
             task += prompts.IDEAS_RETRY
         if answered:
             return fresh[:count], total
+        if total.no_tool_replies == 2:
+            raise ProposerError(_NO_TOOL.format(tool=prompts.IDEAS_TOOL["name"]), total)
         raise ProposerError("the model's ideas reply was neither a propose_ideas call nor a JSON list of "
                             "{title, description}, twice", total)
 
@@ -118,7 +122,8 @@ class AnthropicProposer(Proposer):
 
     def _kernel_call(self, problem, task):
         """A kernel from a tool call or a fenced block; an unusable reply is asked for once more,
-        then becomes an empty proposal saying why (a no-code node)."""
+        then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
+        (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
         for attempt in range(2):
             reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
@@ -127,7 +132,11 @@ class AnthropicProposer(Proposer):
             source, why = kernel_from_reply(reply)
             if source:
                 return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input)), total
+            if reply.exchange.no_tool_replies:
+                why = f"it called no tool ({why})"
             log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
+        if total.no_tool_replies == 2:
+            raise ProposerError(_NO_TOOL.format(tool=prompts.KERNEL_TOOL["name"]), total)
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
     def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict) -> "Reply":
@@ -162,6 +171,8 @@ class AnthropicProposer(Proposer):
         thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
                            if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
+        # Counted: under tool_choice auto the model may answer in prose alone (asked again once by the caller).
+        exchange.no_tool_replies = int(tool_input is None and choice["type"] == "auto")
         exchange.reply = text if tool_input is None else (
             (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
         if thought:  # the model's reasoning before its reply, kept with the exchange people read
@@ -283,7 +294,7 @@ def _merge(first: Exchange, second: Exchange) -> Exchange:
         input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
         cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
         cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
-        duration_s=first.duration_s + second.duration_s,
+        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
     )
 
 

@@ -47,6 +47,7 @@ class Exchange:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     duration_s: float = 0.0
+    no_tool_replies: int = 0  # replies that called no tool where the model could choose (tool_choice auto)
 
 
 @dataclass

@@ -200,6 +200,8 @@ class ProposerCall(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     duration_s = models.FloatField(default=0.0)
+    # Replies without a tool call under tool_choice auto (each asked again once): how often the model strays.
+    no_tool_replies = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

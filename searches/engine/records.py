@@ -68,7 +68,7 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
         prompt=exchange.prompt, reply=exchange.reply, ok=not error, error=error,
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
-        cost_usd=cost, duration_s=exchange.duration_s,
+        cost_usd=cost, duration_s=exchange.duration_s, no_tool_replies=exchange.no_tool_replies,
     )
     tokens_in = exchange.input_tokens + exchange.cache_read_tokens + exchange.cache_write_tokens
     if tokens_in or exchange.output_tokens or cost:

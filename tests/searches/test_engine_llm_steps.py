@@ -33,3 +33,28 @@ def test_the_models_analysis_is_asked_for_stored_on_the_kernel_and_shown_on_its_
     assert seed.analysis == {"bottleneck": ANALYSIS["bottleneck"], "expected_speedup": 3.5}
     page = client.get(reverse("kernel_detail", args=[seed.code])).content.decode()
     assert "one thread per row leaves most cores idle" in page and "3.50× over its parent" in page
+
+
+def test_a_reply_without_a_tool_call_under_auto_is_counted_and_asked_again_once_then_a_failed_call(problem, fake):
+    search = start(problem, thinking_tokens=2048)
+    fake.script = [Behaviour(reply="I will first think about the layout."), Behaviour(reply="Let me reconsider.")]
+    loop.advance(search.id)
+    first, second = fake.requests
+    assert first.body["tool_choice"] == {"type": "auto"} and "it called no tool" not in first.user_text
+    assert "could not be used (it called no tool (the reply had no ```python code block))" in second.user_text
+    [call] = ProposerCall.objects.filter(search=search)
+    assert not call.ok and call.no_tool_replies == 2
+    assert call.error.startswith("the model replied twice without calling `submit_kernel` (tool_choice auto")
+    search.refresh_from_db()
+    assert search.status == "paused" and "replied twice without calling `submit_kernel`" in search.stop_reason
+    assert not Kernel.objects.filter(search=search).exists()
+
+
+def test_a_reply_without_a_tool_call_then_a_tool_call_makes_the_kernel_and_is_counted(problem, fake):
+    search = start(problem, effort="high")
+    fake.script = [Behaviour(reply="Thinking aloud, no code yet.")]
+    loop.advance(search.id)
+    assert [task_of(s) for s in fake.requests] == ["starting kernel", "starting kernel"]
+    [call] = ProposerCall.objects.filter(search=search)
+    assert call.ok and call.no_tool_replies == 1
+    assert Kernel.objects.get(search=search).status == "pending"
