@@ -105,6 +105,7 @@ class TriedIdea:
     description: str
     outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
     reasons: list = field(default_factory=list)  # distinct runner reasons of its failed kernels
+    briefs: tuple = ()  # (brief, how its kernel fared) per implementation
 
 
 @dataclass

@@ -160,8 +160,10 @@ def repair_task(broken: KernelContext, failure: Failure) -> str:
     if table:
         evidence.append(f"Correctness per input distribution:\n{fence('error_table', table)}")
     if failure.log:
-        label = "Compiler output" if failure.verdict == "compile_error" else "The end of its stderr"
-        evidence.append(f"{label}:\n{fence('log', pack.log_tail(failure.log))}")
+        if failure.verdict == "compile_error":
+            evidence.append(f"Compiler output, from its first error:\n{fence('log', pack.compile_log(failure.log))}")
+        else:
+            evidence.append(f"The end of its stderr:\n{fence('log', pack.log_tail(failure.log))}")
     return (
         f"TASK: repair.\nRepair {failure.turn} of {failure.turns}{chain}: the kernel below was judged "
         f"{failure.verdict}. Fix the cause, keeping its approach where you can, and write the complete corrected "

@@ -112,8 +112,40 @@ def tried_ideas(search: Search) -> list[TriedIdea]:
         kernels = list(idea.kernels.all())
         reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
         tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
-                               reasons=reasons))
+                               reasons=reasons, briefs=brief_verdicts(idea, kernels)))
     return list(reversed(tried))
+
+
+def brief_verdicts(idea: Idea, kernels: list) -> tuple[tuple[str, str], ...]:
+    """(brief, how its kernel fared) for each implementation of the idea, its repairs followed to the last."""
+    briefs = idea.briefs if isinstance(idea.briefs, list) else []
+    verdicts = []
+    for variant, brief in enumerate(briefs):
+        kernel = next((k for k in kernels if k.variant == variant), None)
+        fates = []
+        while kernel is not None:
+            fates.append(kernel_fate(kernel))
+            kernel = next((k for k in kernels if k.repair_of_id == kernel.id), None)
+        verdicts.append((str(brief), ", repaired: ".join(fates) or "not implemented yet"))
+    return tuple(verdicts)
+
+
+def kernel_fate(kernel: Kernel) -> str:
+    """A kernel's verdict as the ideas history reads it: a quarantined speed is never advertised."""
+    if kernel.status != Verdict.CORRECT:
+        return kernel.status
+    if not kernel_is_ranked(kernel):
+        return "correct, under review (no speed given)"
+    if not kernel.speedup_vs_eager:
+        return f"correct, {kernel.median_ms:.4g} ms"
+    return f"correct, {kernel.median_ms:.4g} ms ({kernel.speedup_vs_eager:.2f}x vs eager{eager_beside(kernel)})"
+
+
+def eager_beside(kernel: Kernel) -> str:
+    """On the CPU, the eager time the kernel's speedup was measured against (timed between its blocks)."""
+    run = latest_run(kernel)
+    eager = paired_eager_ms((run.result or {}) if run else {})
+    return f" {eager:.4g} ms, timed beside it" if eager else ""
 
 
 def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
@@ -132,7 +164,7 @@ def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
         best = min((k for k in ranked if k.median_ms), key=lambda k: k.median_ms, default=None)
         speed = "" if ranked else ", under review (held out of the rankings, so no speed is given)"
         if best and best.speedup_vs_eager:
-            speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager"
+            speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager{eager_beside(best)}"
             speed += f", {best.speedup_vs_compile:.2f}x vs torch.compile)" if best.speedup_vs_compile else ")"
             parent = idea.parent_kernel
             if parent is not None and parent.median_ms:
