@@ -33,6 +33,7 @@ from .base import Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, 
 log = logging.getLogger(__name__)
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+STEPS = ("ideas", "kernel", "repair")
 # Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
 BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
 CONNECT_TIMEOUT_S = 10.0
@@ -46,7 +47,8 @@ class AnthropicProposer(Proposer):
 
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
-                 timeout: float | None = None, gate: Gate | None = None, thinking: int = 0):
+                 timeout: float | None = None, gate: Gate | None = None, thinking: int = 0,
+                 step_models: dict | None = None):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -54,6 +56,8 @@ class AnthropicProposer(Proposer):
         if effort and effort not in EFFORTS:
             raise ProposerError(f"Unknown effort {effort!r}: use one of {', '.join(EFFORTS)}.")
         self.model = model or settings.ANTHROPIC_MODEL
+        # A model per step ("ideas", "kernel", "repair"); a step not named uses `model`.
+        self.models = {step: (step_models or {}).get(step) or self.model for step in STEPS}
         self.effort = effort
         self.thinking = thinking  # budget_tokens of extended thinking; 0: none
         self.timeout_retries, self.busy_retries = timeout_retries, busy_retries
@@ -78,14 +82,14 @@ class AnthropicProposer(Proposer):
     # --- the four requests -------------------------------------------------------------------------
 
     def starting_kernel(self, problem):
-        return self._kernel_call(problem, prompts.starting_kernel_task())
+        return self._kernel_call(problem, prompts.starting_kernel_task(), "kernel")
 
     def ideas(self, problem, parent, tried, count, briefs=1):
         task = prompts.ideas_task(parent, tried, count, briefs)
         total, fresh, answered = None, [], False
         seen = {pack.idea_key(t.title) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
-            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL)
+            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas")
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
@@ -113,21 +117,21 @@ class AnthropicProposer(Proposer):
                             "{title, description}, twice", total)
 
     def kernel(self, problem, parent, idea, variant, brief=""):
-        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant, brief))
+        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant, brief), "kernel")
 
     def repair(self, problem, broken, failure):
-        return self._kernel_call(problem, prompts.repair_task(broken, failure))
+        return self._kernel_call(problem, prompts.repair_task(broken, failure), "repair")
 
     # --- plumbing ------------------------------------------------------------------------------------
 
-    def _kernel_call(self, problem, task):
+    def _kernel_call(self, problem, task, step):
         """A kernel from a tool call or a fenced block; an unusable reply is asked for once more,
         then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
         (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
         for attempt in range(2):
             reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
-                               self.kernel_max_tokens, prompts.KERNEL_TOOL)
+                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
@@ -139,14 +143,15 @@ class AnthropicProposer(Proposer):
             raise ProposerError(_NO_TOOL.format(tool=prompts.KERNEL_TOOL["name"]), total)
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
-    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict) -> "Reply":
+    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str) -> "Reply":
         system = prompts.system_blocks(problem)
         prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + task
-        exchange = Exchange(prompt=prompt_text, model=self.model)
+        model = self.models[step]
+        exchange = Exchange(prompt=prompt_text, model=model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
         choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
-        request = {"model": self.model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
+        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
                    "tool_choice": choice, "messages": [{"role": "user", "content": task}]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
@@ -162,7 +167,7 @@ class AnthropicProposer(Proposer):
             raise
         exchange.duration_s = time.monotonic() - started
         usage = message.usage
-        exchange.model = message.model or self.model
+        exchange.model = message.model or model
         exchange.input_tokens = usage.input_tokens or 0
         exchange.output_tokens = usage.output_tokens or 0
         exchange.cache_read_tokens = usage.cache_read_input_tokens or 0

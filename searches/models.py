@@ -112,6 +112,7 @@ class Search(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
     FINISHED = (Status.CANCELLED, Status.COMPLETED, Status.FAILED)
+    STEP_MODELS = {"ideas": "ideas_model", "kernel": "kernel_model", "repair": "repair_model"}  # ProposerCall.Purpose
 
     class Proposer(models.TextChoices):
         PLAYBOOK = "playbook", "Built-in hand-written kernels (no AI)"
@@ -124,6 +125,10 @@ class Search(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     proposer = models.CharField(max_length=16, choices=Proposer.choices, default=Proposer.PLAYBOOK)
     model = models.CharField(max_length=100, blank=True)  # LLM model name, when the proposer has one
+    # A model per step (e.g. a strong one for ideas, a cheaper one for repairs); empty: `model`.
+    ideas_model = models.CharField(max_length=100, blank=True)
+    kernel_model = models.CharField(max_length=100, blank=True)
+    repair_model = models.CharField(max_length=100, blank=True)
     effort = models.CharField(max_length=16, blank=True)  # LLM effort label (output_config.effort)
     # Extended thinking before each reply, in tokens (0: off; the API's least is 1024).
     thinking_tokens = models.PositiveIntegerField(default=0)
@@ -173,6 +178,10 @@ class Search(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "searches"
+
+    def step_model(self, step: str) -> str:
+        """The model of one step ("ideas", "kernel", "repair"): its own, else the search's."""
+        return getattr(self, self.STEP_MODELS[step]) or self.model
 
     def __str__(self):
         return self.name or f"Search {str(self.code)[:8]} on {self.problem}"

@@ -25,7 +25,8 @@ def new_proposer(search: Search) -> Proposer:
     options = {}
     if search.proposer == Search.Proposer.ANTHROPIC:
         options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
-                   "thinking": search.thinking_tokens, "gate": gate.for_environment()}
+                   "thinking": search.thinking_tokens, "gate": gate.for_environment(),
+                   "step_models": {step: getattr(search, field) for step, field in Search.STEP_MODELS.items()}}
     return get_proposer(search.proposer, **options)
 
 

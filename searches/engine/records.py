@@ -64,7 +64,8 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
     exchange = exchange or Exchange()
     cost = call_cost(exchange)
     call = ProposerCall.objects.create(
-        search=search, purpose=purpose, proposer=search.proposer, model=exchange.model or search.model,
+        search=search, purpose=purpose, proposer=search.proposer,
+        model=exchange.model or (search.step_model(purpose) if search.proposer == Search.Proposer.ANTHROPIC else ""),
         prompt=exchange.prompt, reply=exchange.reply, ok=not error, error=error,
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,

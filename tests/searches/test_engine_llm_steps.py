@@ -5,8 +5,11 @@ the cache layout. Assertions read the requests the fake received."""
 import pytest
 from django.urls import reverse
 
-from searches.engine import loop
-from searches.models import Kernel, ProposerCall
+from proposers.pricing import PRICES
+from searches import services
+from searches.forms import SearchStartForm
+from searches.engine import calls, loop
+from searches.models import Kernel, ProposerCall, Search
 from tests.fakes.anthropic_server import Behaviour, kernel_call, task_of
 
 from . import dashboard_data as d
@@ -58,3 +61,50 @@ def test_a_reply_without_a_tool_call_then_a_tool_call_makes_the_kernel_and_is_co
     [call] = ProposerCall.objects.filter(search=search)
     assert call.ok and call.no_tool_replies == 1
     assert Kernel.objects.get(search=search).status == "pending"
+
+
+def test_each_step_sends_its_own_model_and_each_call_records_it_with_its_price(problem, fake):
+    search = start(problem, model="claude-sonnet-4-6", ideas_model="claude-opus-4-6", repair_model="claude-haiku-4-5")
+    loop.advance(search.id)
+    judge()
+    loop.advance(search.id)  # ideas, then its kernel
+    judge(status_for=lambda k: "incorrect" if k.variant is not None else "correct")
+    loop.advance(search.id)  # the repair
+    sent = {task_of(s): s.body["model"] for s in fake.requests}
+    assert sent == {"starting kernel": "claude-sonnet-4-6", "ideas": "claude-opus-4-6", "kernel": "claude-sonnet-4-6",
+                    "repair": "claude-haiku-4-5"}
+    calls = list(ProposerCall.objects.filter(search=search))
+    assert {(c.purpose, c.model) for c in calls} == {("kernel", "claude-sonnet-4-6"), ("ideas", "claude-opus-4-6"),
+                                                     ("repair", "claude-haiku-4-5")}
+    for call in calls:  # each priced as its own model
+        price = PRICES[call.model]
+        expected = (call.input_tokens * price["input"] + call.output_tokens * price["output"]
+                    + call.cache_write_tokens * price["cache_write"] + call.cache_read_tokens * price["cache_read"]) / 1e6
+        assert call.cost_usd == pytest.approx(expected) and call.cost_usd > 0
+    fork = services.search_fork(search=Search.objects.get(pk=search.id), user=None)
+    assert (fork.ideas_model, fork.kernel_model, fork.repair_model) == ("claude-opus-4-6", "", "claude-haiku-4-5")
+
+
+def test_a_call_in_flight_reserves_its_own_steps_mean_cost(problem, fake):
+    search = start(problem, max_cost_usd=2.0)
+    Search.objects.filter(pk=search.pk).update(cost_usd=0.5)
+    for purpose, cost in (("ideas", 0.6), ("kernel", 0.01)):
+        ProposerCall.objects.create(search=search, purpose=purpose, proposer="anthropic", cost_usd=cost)
+    search.refresh_from_db()
+    # 1.5 left; a kernel call in flight reserves 0.01 (not the all-steps mean, 0.305): two ideas-sized calls fit.
+    kernel_in_flight = {object(): calls.Call(("kernel", 1, 0), send=None, save=None)}
+    assert calls._budget_room(search, kernel_in_flight) == 2
+    ideas_in_flight = {object(): calls.Call(("ideas", 1), send=None, save=None, makes_kernel=False)}
+    assert calls._budget_room(search, ideas_in_flight) == 1
+
+
+def test_the_forms_take_a_model_per_step(problem, client):
+    client.force_login(d.user())
+    page = client.get(reverse("search_new", args=[problem.code])).content.decode()
+    assert all(f'id="id_{step}_model"' in page for step in ("ideas", "kernel", "repair"))
+    form = SearchStartForm({"proposer": "anthropic", "device": "cpu", "rounds": 1, "parents_per_round": 1,
+                            "ideas_per_parent": 1, "kernels_per_idea": 1, "bank_size": 0,
+                            "repair_model": "claude-haiku-4-5"})
+    assert form.is_valid(), form.errors
+    fields = form.search_fields()
+    assert (fields["ideas_model"], fields["kernel_model"], fields["repair_model"]) == ("", "", "claude-haiku-4-5")
