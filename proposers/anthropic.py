@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 STEPS = ("ideas", "kernel", "repair")
+CACHE_TTLS = ("5m", "1h")
 # Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
 BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
 CONNECT_TIMEOUT_S = 10.0
@@ -48,7 +49,7 @@ class AnthropicProposer(Proposer):
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
                  timeout: float | None = None, gate: Gate | None = None, thinking: int = 0,
-                 step_models: dict | None = None):
+                 step_models: dict | None = None, cache_ttl: str | None = None):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -59,6 +60,10 @@ class AnthropicProposer(Proposer):
         # A model per step ("ideas", "kernel", "repair"); a step not named uses `model`.
         self.models = {step: (step_models or {}).get(step) or self.model for step in STEPS}
         self.effort = effort
+        # The prompt cache's lifetime: "5m" (the API's default) or "1h" (writes cost 2x input, not 1.25x).
+        self.cache_ttl = settings.ANTHROPIC_CACHE_TTL if cache_ttl is None else cache_ttl
+        if self.cache_ttl not in CACHE_TTLS:
+            raise ProposerError(f"Unknown cache lifetime {self.cache_ttl!r}: use 5m or 1h.")
         self.thinking = thinking  # budget_tokens of extended thinking; 0: none
         self.timeout_retries, self.busy_retries = timeout_retries, busy_retries
         self.backoff_seconds = backoff_seconds
@@ -85,11 +90,12 @@ class AnthropicProposer(Proposer):
         return self._kernel_call(problem, prompts.starting_kernel_task(), "kernel")
 
     def ideas(self, problem, parent, tried, count, briefs=1):
-        task = prompts.ideas_task(parent, tried, count, briefs)
+        task = prompts.ideas_task(tried, count, briefs)
+        subject = prompts.subject_block(problem, "parent", parent, self.cache_ttl)
         total, fresh, answered = None, [], False
         seen = {pack.idea_key(t.title) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
-            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas")
+            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas", subject)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
@@ -117,21 +123,23 @@ class AnthropicProposer(Proposer):
                             "{title, description}, twice", total)
 
     def kernel(self, problem, parent, idea, variant, brief=""):
-        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant, brief), "kernel")
+        return self._kernel_call(problem, prompts.kernel_task(idea, variant, brief), "kernel",
+                                 prompts.subject_block(problem, "parent", parent, self.cache_ttl))
 
     def repair(self, problem, broken, failure):
-        return self._kernel_call(problem, prompts.repair_task(broken, failure), "repair")
+        return self._kernel_call(problem, prompts.repair_task(broken, failure), "repair",
+                                 prompts.subject_block(problem, "broken", broken, self.cache_ttl))
 
     # --- plumbing ------------------------------------------------------------------------------------
 
-    def _kernel_call(self, problem, task, step):
+    def _kernel_call(self, problem, task, step, subject=None):
         """A kernel from a tool call or a fenced block; an unusable reply is asked for once more,
         then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
         (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
         for attempt in range(2):
             reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
-                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step)
+                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
@@ -143,16 +151,20 @@ class AnthropicProposer(Proposer):
             raise ProposerError(_NO_TOOL.format(tool=prompts.KERNEL_TOOL["name"]), total)
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
-    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str) -> "Reply":
-        system = prompts.system_blocks(problem)
-        prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + task
+    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str,
+              subject: dict | None = None) -> "Reply":
+        """One request: the cached system blocks, then the kernel the task is about (`subject`, cached
+        too) and the task."""
+        system = prompts.system_blocks(problem, self.cache_ttl)
+        content = [subject, {"type": "text", "text": task}] if subject else task
+        prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + (subject or {}).get("text", "") + task
         model = self.models[step]
         exchange = Exchange(prompt=prompt_text, model=model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
         choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
         request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
-                   "tool_choice": choice, "messages": [{"role": "user", "content": task}]}
+                   "tool_choice": choice, "messages": [{"role": "user", "content": content}]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
         if self.thinking:  # the budget comes on top of the reply's own tokens (it must stay below max_tokens)
@@ -172,6 +184,7 @@ class AnthropicProposer(Proposer):
         exchange.output_tokens = usage.output_tokens or 0
         exchange.cache_read_tokens = usage.cache_read_input_tokens or 0
         exchange.cache_write_tokens = usage.cache_creation_input_tokens or 0
+        exchange.cache_write_1h_tokens = _written_for_an_hour(usage, self.cache_ttl)
         text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
         thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
@@ -222,6 +235,15 @@ class AnthropicProposer(Proposer):
                     time.sleep(wait)
             except anthropic.APIStatusError as exc:  # 400, 401, 403, 404...: retrying will not help
                 raise ProposerError(f"the Anthropic API refused the request ({_describe(exc)})") from exc
+
+
+def _written_for_an_hour(usage, ttl: str) -> int:
+    """The cache writes of the 1-hour lifetime: as the API splits them, else all of them under ttl 1h."""
+    split = getattr(usage, "cache_creation", None)
+    hour = getattr(split, "ephemeral_1h_input_tokens", None)
+    if hour is not None:
+        return hour
+    return (usage.cache_creation_input_tokens or 0) if ttl == "1h" else 0
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -299,6 +321,7 @@ def _merge(first: Exchange, second: Exchange) -> Exchange:
         input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
         cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
         cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
+        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
         duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
     )
 

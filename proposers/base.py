@@ -46,6 +46,7 @@ class Exchange:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written to the 1-hour cache (priced 2x input)
     duration_s: float = 0.0
     no_tool_replies: int = 0  # replies that called no tool where the model could choose (tool_choice auto)
 

@@ -126,9 +126,7 @@ class Search(models.Model):
     proposer = models.CharField(max_length=16, choices=Proposer.choices, default=Proposer.PLAYBOOK)
     model = models.CharField(max_length=100, blank=True)  # LLM model name, when the proposer has one
     # A model per step (e.g. a strong one for ideas, a cheaper one for repairs); empty: `model`.
-    ideas_model = models.CharField(max_length=100, blank=True)
-    kernel_model = models.CharField(max_length=100, blank=True)
-    repair_model = models.CharField(max_length=100, blank=True)
+    ideas_model, kernel_model, repair_model = (models.CharField(max_length=100, blank=True) for _ in range(3))
     effort = models.CharField(max_length=16, blank=True)  # LLM effort label (output_config.effort)
     # Extended thinking before each reply, in tokens (0: off; the API's least is 1024).
     thinking_tokens = models.PositiveIntegerField(default=0)
@@ -179,8 +177,7 @@ class Search(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "searches"
 
-    def step_model(self, step: str) -> str:
-        """The model of one step ("ideas", "kernel", "repair"): its own, else the search's."""
+    def step_model(self, step: str) -> str:  # "ideas", "kernel" or "repair": its own model, else the search's
         return getattr(self, self.STEP_MODELS[step]) or self.model
 
     def __str__(self):
@@ -209,8 +206,7 @@ class ProposerCall(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     duration_s = models.FloatField(default=0.0)
-    # Replies without a tool call under tool_choice auto (each asked again once): how often the model strays.
-    no_tool_replies = models.PositiveSmallIntegerField(default=0)
+    no_tool_replies = models.PositiveSmallIntegerField(default=0)  # replies calling no tool under tool_choice auto
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -301,9 +297,7 @@ class Kernel(models.Model):
     source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="duplicates")
-    # The model's own analysis in its reply (proposers.base.KernelProposal.analysis): bottleneck, plan,
-    # expected_speedup; empty for kernels no model wrote.
-    analysis = models.JSONField(default=dict, blank=True)
+    analysis = models.JSONField(default=dict, blank=True)  # the model's own: bottleneck, plan, expected_speedup
 
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
