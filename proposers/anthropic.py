@@ -4,14 +4,17 @@ The API key comes only from the environment (ANTHROPIC_API_KEY) of the process t
 API (the task worker); it is never stored, logged, or passed on. Evaluation workers and
 sandboxes never see it.
 
-Prompts (proposers/prompts.py): a stable system prompt plus the problem as a second, cached
-system block (prompt caching: every call of a search shares it), then one user message per task.
+Prompts (proposers/prompts.py): a stable system prompt plus the problem and the bank as cached
+system blocks (every call of a search, or of a round, shares them), then one user message: the
+kernel the task is about behind its own breakpoint, and the task. Each step (ideas, kernel, repair)
+may use its own model.
 
 Replies come as tool calls (prompts.IDEAS_TOOL, prompts.KERNEL_TOOL: a JSON schema each), forced
 unless effort or thinking is set (the API then refuses a forced tool, so the model may choose; with
 thinking the call streams, and its reasoning heads the stored reply); a text reply
 falls back to a JSON list of ideas or a ```python block. An unusable reply is asked for once
-more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel.
+more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel;
+two replies calling no tool under tool_choice auto are a failed call.
 Retries are ours, not the SDK's (`_send`): at most two on a timeout, more on 429/5xx/529 with the
 wait the API asks for shared through the key's gate (proposers/base.Gate), then ProposerError.
 """
