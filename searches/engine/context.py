@@ -137,9 +137,18 @@ def kernel_fate(kernel: Kernel) -> str:
         return kernel.status
     if not kernel_is_ranked(kernel):
         return "correct, under review (no speed given)"
-    if not kernel.speedup_vs_eager:
-        return f"correct, {kernel.median_ms:.4g} ms"
-    return f"correct, {kernel.median_ms:.4g} ms ({kernel.speedup_vs_eager:.2f}x vs eager{eager_beside(kernel)})"
+    fate = f"correct, {kernel.median_ms:.4g} ms"
+    if kernel.speedup_vs_eager:
+        fate += f" ({kernel.speedup_vs_eager:.2f}x vs eager{eager_beside(kernel)})"
+    return fate + expected_beside(kernel)
+
+
+def expected_beside(kernel: Kernel) -> str:
+    """The speedup over its parent the model expected (its analysis) beside the one measured: calibration."""
+    expected, parent = (kernel.analysis or {}).get("expected_speedup"), kernel.parent
+    if not expected or parent is None or not parent.median_ms:
+        return ""
+    return f"; expected {expected:.2f}x vs its parent, got {parent.median_ms / kernel.median_ms:.2f}x"
 
 
 def eager_beside(kernel: Kernel) -> str:

@@ -57,13 +57,15 @@ def test_the_next_requests_carry_the_compile_error_each_brief_with_its_verdict_a
     assert "Compiler output, from its first error:" in repair.user_text
     assert "In function 'softmax_rows':\n/tmp/k.c:5:3: error: 'yy' undeclared" in repair.user_text
 
+    Kernel.objects.filter(search=search, origin="repair").update(analysis={"expected_speedup": 3.0})
     judge_each(paired)
     loop.advance(search.id)  # round 2's ideas
     ideas = [s for s in fake.requests if task_of(s) == "ideas"][-1]
     tried = ideas.user_text.split("Ideas already tried")[1]
     assert "why: the kernel did not compile: /tmp/k.c:5:3: error: 'yy' undeclared" in tried
+    # The repair's parent is the broken kernel (no time): no expectation to compare with.
     assert ("brief 1.1: block size 64 => compile_error, repaired: correct, 0.5 ms (1.80x vs eager 0.9 ms, timed "
-            "beside it)") in tried
+            "beside it)\n") in tried
     assert "brief 1.2: block size 128 => correct, under review (no speed given)" in tried
     assert "0.01" not in tried and "50.00x" not in tried  # the quarantined kernel's speed, nowhere
     assert Kernel.objects.filter(search=search, quarantined=True).count() == 1
