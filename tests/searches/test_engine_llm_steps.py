@@ -8,6 +8,7 @@ from django.urls import reverse
 from proposers.pricing import PRICES
 from searches import services
 from searches.forms import SearchStartForm
+from searches.management.commands.search import Command as SearchCommand
 from searches.engine import calls, loop
 from searches.models import Kernel, ProposerCall, Search
 from tests.fakes.anthropic_server import Behaviour, kernel_call, task_of
@@ -98,7 +99,7 @@ def test_a_call_in_flight_reserves_its_own_steps_mean_cost(problem, fake):
     assert calls._budget_room(search, ideas_in_flight) == 1
 
 
-def test_the_forms_take_a_model_per_step(problem, client):
+def test_the_form_and_the_command_take_a_model_per_step(problem, client):
     client.force_login(d.user())
     page = client.get(reverse("search_new", args=[problem.code])).content.decode()
     assert all(f'id="id_{step}_model"' in page for step in ("ideas", "kernel", "repair"))
@@ -108,3 +109,7 @@ def test_the_forms_take_a_model_per_step(problem, client):
     assert form.is_valid(), form.errors
     fields = form.search_fields()
     assert (fields["ideas_model"], fields["kernel_model"], fields["repair_model"]) == ("", "", "claude-haiku-4-5")
+    parser = SearchCommand().create_parser("manage.py", "search")
+    options = vars(parser.parse_args(["softmax-cpu", "--ideas-model", "claude-opus-4-6", "--repair-model", "claude-haiku-4-5"]))
+    assert (options["ideas_model"], options["kernel_model"], options["repair_model"]) == (
+        "claude-opus-4-6", "", "claude-haiku-4-5")
