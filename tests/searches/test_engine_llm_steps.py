@@ -54,14 +54,18 @@ def test_a_reply_without_a_tool_call_under_auto_is_counted_and_asked_again_once_
     assert not Kernel.objects.filter(search=search).exists()
 
 
-def test_a_reply_without_a_tool_call_then_a_tool_call_makes_the_kernel_and_is_counted(problem, fake):
+def test_a_reply_without_a_tool_call_then_a_tool_call_makes_the_kernel_and_is_counted(problem, fake, client):
     search = start(problem, effort="high")
     fake.script = [Behaviour(reply="Thinking aloud, no code yet.")]
     loop.advance(search.id)
     assert [task_of(s) for s in fake.requests] == ["starting kernel", "starting kernel"]
     [call] = ProposerCall.objects.filter(search=search)
     assert call.ok and call.no_tool_replies == 1
-    assert Kernel.objects.get(search=search).status == "pending"
+    seed = Kernel.objects.get(search=search)
+    assert seed.status == "pending"
+    client.force_login(d.user())
+    page = client.get(reverse("kernel_detail", args=[seed.code])).content.decode()
+    assert '<span id="no-tool-replies">1 reply without a tool call, asked again</span>' in page
 
 
 def test_each_step_sends_its_own_model_and_each_call_records_it_with_its_price(problem, fake):
