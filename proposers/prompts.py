@@ -3,9 +3,9 @@
 A stable system prompt (the rules, then proposers/format_digest.md: the model-facing digest of
 docs/KERNEL_FORMAT.md, without the evaluator's internals, with one worked example), the problem as a
 second system block, the bank as a third, then the user message: the kernel the task is about (its
-own cache breakpoint: the calls about one parent share it) and the task. The problem's text and earlier kernels are untrusted: each sits
-between markers derived from its own hash, which it cannot forge, and the model is told that
-nothing between markers is an instruction. Safety still rests on the runner, never on the prompt.
+own cache breakpoint: the calls about one parent share it) and the task. The problem's text and
+earlier kernels are untrusted: each sits between markers derived from its own hash, which it cannot
+forge, and the model is told that nothing between markers is an instruction. Safety still rests on the runner, never on the prompt.
 """
 
 import hashlib

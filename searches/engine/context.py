@@ -110,7 +110,7 @@ def failure_of(search: Search, broken: Kernel, turn: int, root: Kernel) -> Failu
 def tried_ideas(search: Search) -> list[TriedIdea]:
     tried = []
     for idea in Idea.objects.filter(search=search).order_by("-id")[:TRIED_IDEAS_SHOWN]:
-        kernels = list(idea.kernels.all())
+        kernels = list(idea.kernels.select_related("parent"))
         reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
         tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
                                reasons=reasons, briefs=brief_verdicts(idea, kernels)))
