@@ -14,7 +14,7 @@ budget under 1024 tokens or not under `max_tokens`, a temperature with thinking,
 without its thinking block while thinking is on, more than four cache breakpoints, or a 1-hour
 breakpoint after a 5-minute one (cache writes are reported per lifetime); `stream: true` is
 answered with the API's server-sent events (thinking, text and tool blocks); the prompt cache
-works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block:
+works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block, per model:
 the longest prefix seen before is billed as cache reads, the rest up to the last breakpoint as a
 cache write, the remainder as input.
 """
@@ -183,7 +183,7 @@ class FakeAnthropic:
 
     def _usage(self, seen: Seen) -> dict:
         pieces = seen.cache_segments()
-        prefixes, text, ttl = [], "", "5m"
+        prefixes, text, ttl = [], str(seen.body.get("model")) + "\x00", "5m"  # each model has its own cache
         for piece, lifetime in pieces:
             text += piece + "\x00"
             if lifetime:
