@@ -185,6 +185,8 @@ LIVE_POLL_SECONDS = env_float("LIVE_POLL_SECONDS", 0.2)
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # tests point this at a local fake
 ANTHROPIC_TIMEOUT = env_float("ANTHROPIC_TIMEOUT", 300)
+# The prompt cache's lifetime: "5m", or "1h" where a round outlasts five minutes (writes cost 2x input, not 1.25x).
+ANTHROPIC_CACHE_TTL = env_str("ANTHROPIC_CACHE_TTL", "5m")
 # Proposer calls of one search in flight at once (searches/engine/calls.py).
 SEARCH_PARALLEL_CALLS = env_int("SEARCH_PARALLEL_CALLS", 8)
 # The API key's calls in flight across every process (searches/engine/gate.py).

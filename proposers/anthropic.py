@@ -4,14 +4,17 @@ The API key comes only from the environment (ANTHROPIC_API_KEY) of the process t
 API (the task worker); it is never stored, logged, or passed on. Evaluation workers and
 sandboxes never see it.
 
-Prompts (proposers/prompts.py): a stable system prompt plus the problem as a second, cached
-system block (prompt caching: every call of a search shares it), then one user message per task.
+Prompts (proposers/prompts.py): a stable system prompt plus the problem and the bank as cached
+system blocks (every call of a search, or of a round, shares them), then one user message: the
+kernel the task is about behind its own breakpoint, and the task. Each step (ideas, kernel, repair)
+may use its own model.
 
 Replies come as tool calls (prompts.IDEAS_TOOL, prompts.KERNEL_TOOL: a JSON schema each), forced
 unless effort or thinking is set (the API then refuses a forced tool, so the model may choose; with
 thinking the call streams, and its reasoning heads the stored reply); a text reply
 falls back to a JSON list of ideas or a ```python block. An unusable reply is asked for once
-more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel.
+more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel;
+two replies calling no tool under tool_choice auto are a failed call.
 Retries are ours, not the SDK's (`_send`): at most two on a timeout, more on 429/5xx/529 with the
 wait the API asks for shared through the key's gate (proposers/base.Gate), then ProposerError.
 """
@@ -33,10 +36,14 @@ from .base import Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, 
 log = logging.getLogger(__name__)
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+STEPS = ("ideas", "kernel", "repair")
+CACHE_TTLS = ("5m", "1h")
 # Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
 BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
 CONNECT_TIMEOUT_S = 10.0
 RETRY_AFTER_MAX_S = 600.0
+_NO_TOOL = ("the model replied twice without calling `{tool}` (tool_choice auto, with thinking or effort set) "
+            "and without a usable text answer")
 
 
 class AnthropicProposer(Proposer):
@@ -44,7 +51,8 @@ class AnthropicProposer(Proposer):
 
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
-                 timeout: float | None = None, gate: Gate | None = None, thinking: int = 0):
+                 timeout: float | None = None, gate: Gate | None = None, thinking: int = 0,
+                 step_models: dict | None = None, cache_ttl: str | None = None):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -52,7 +60,13 @@ class AnthropicProposer(Proposer):
         if effort and effort not in EFFORTS:
             raise ProposerError(f"Unknown effort {effort!r}: use one of {', '.join(EFFORTS)}.")
         self.model = model or settings.ANTHROPIC_MODEL
+        # A model per step ("ideas", "kernel", "repair"); a step not named uses `model`.
+        self.models = {step: (step_models or {}).get(step) or self.model for step in STEPS}
         self.effort = effort
+        # The prompt cache's lifetime: "5m" (the API's default) or "1h" (writes cost 2x input, not 1.25x).
+        self.cache_ttl = settings.ANTHROPIC_CACHE_TTL if cache_ttl is None else cache_ttl
+        if self.cache_ttl not in CACHE_TTLS:
+            raise ProposerError(f"Unknown cache lifetime {self.cache_ttl!r}: use 5m or 1h.")
         self.thinking = thinking  # budget_tokens of extended thinking; 0: none
         self.timeout_retries, self.busy_retries = timeout_retries, busy_retries
         self.backoff_seconds = backoff_seconds
@@ -76,14 +90,15 @@ class AnthropicProposer(Proposer):
     # --- the four requests -------------------------------------------------------------------------
 
     def starting_kernel(self, problem):
-        return self._kernel_call(problem, prompts.starting_kernel_task())
+        return self._kernel_call(problem, prompts.starting_kernel_task(), "kernel")
 
     def ideas(self, problem, parent, tried, count, briefs=1):
-        task = prompts.ideas_task(parent, tried, count, briefs)
+        task = prompts.ideas_task(tried, count, briefs)
+        subject = prompts.subject_block(problem, "parent", parent, self.cache_ttl)
         total, fresh, answered = None, [], False
         seen = {pack.idea_key(t.title) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
-            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL)
+            reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas", subject)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
@@ -105,40 +120,54 @@ class AnthropicProposer(Proposer):
             task += prompts.IDEAS_RETRY
         if answered:
             return fresh[:count], total
+        if total.no_tool_replies == 2:
+            raise ProposerError(_NO_TOOL.format(tool=prompts.IDEAS_TOOL["name"]), total)
         raise ProposerError("the model's ideas reply was neither a propose_ideas call nor a JSON list of "
                             "{title, description}, twice", total)
 
     def kernel(self, problem, parent, idea, variant, brief=""):
-        return self._kernel_call(problem, prompts.kernel_task(parent, idea, variant, brief))
+        return self._kernel_call(problem, prompts.kernel_task(idea, variant, brief), "kernel",
+                                 prompts.subject_block(problem, "parent", parent, self.cache_ttl))
 
     def repair(self, problem, broken, failure):
-        return self._kernel_call(problem, prompts.repair_task(broken, failure))
+        return self._kernel_call(problem, prompts.repair_task(broken, failure), "repair",
+                                 prompts.subject_block(problem, "broken", broken, self.cache_ttl))
 
     # --- plumbing ------------------------------------------------------------------------------------
 
-    def _kernel_call(self, problem, task):
+    def _kernel_call(self, problem, task, step, subject=None):
         """A kernel from a tool call or a fenced block; an unusable reply is asked for once more,
-        then becomes an empty proposal saying why (a no-code node)."""
+        then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
+        (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
         for attempt in range(2):
             reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
-                               self.kernel_max_tokens, prompts.KERNEL_TOOL)
+                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
-                return KernelProposal(source=source, note=_note(reply)), total
+                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input)), total
+            if reply.exchange.no_tool_replies:
+                why = f"it called no tool ({why})"
             log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
+        if total.no_tool_replies == 2:
+            raise ProposerError(_NO_TOOL.format(tool=prompts.KERNEL_TOOL["name"]), total)
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
-    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict) -> "Reply":
-        system = prompts.system_blocks(problem)
-        prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + task
-        exchange = Exchange(prompt=prompt_text, model=self.model)
+    def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str,
+              subject: dict | None = None) -> "Reply":
+        """One request: the cached system blocks, then the kernel the task is about (`subject`, cached
+        too) and the task."""
+        system = prompts.system_blocks(problem, self.cache_ttl)
+        content = [subject, {"type": "text", "text": task}] if subject else task
+        prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + (subject or {}).get("text", "") + task
+        model = self.models[step]
+        exchange = Exchange(prompt=prompt_text, model=model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
         choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
-        request = {"model": self.model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
-                   "tool_choice": choice, "messages": [{"role": "user", "content": task}]}
+        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
+                   "tool_choice": choice, "messages": [{"role": "user", "content": content}]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
         if self.thinking:  # the budget comes on top of the reply's own tokens (it must stay below max_tokens)
@@ -153,15 +182,18 @@ class AnthropicProposer(Proposer):
             raise
         exchange.duration_s = time.monotonic() - started
         usage = message.usage
-        exchange.model = message.model or self.model
+        exchange.model = message.model or model
         exchange.input_tokens = usage.input_tokens or 0
         exchange.output_tokens = usage.output_tokens or 0
         exchange.cache_read_tokens = usage.cache_read_input_tokens or 0
         exchange.cache_write_tokens = usage.cache_creation_input_tokens or 0
+        exchange.cache_write_1h_tokens = _written_for_an_hour(usage, self.cache_ttl)
         text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
         thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
                            if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
+        # Counted: under tool_choice auto the model may answer in prose alone (asked again once by the caller).
+        exchange.no_tool_replies = int(tool_input is None and choice["type"] == "auto")
         exchange.reply = text if tool_input is None else (
             (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
         if thought:  # the model's reasoning before its reply, kept with the exchange people read
@@ -206,6 +238,15 @@ class AnthropicProposer(Proposer):
                     time.sleep(wait)
             except anthropic.APIStatusError as exc:  # 400, 401, 403, 404...: retrying will not help
                 raise ProposerError(f"the Anthropic API refused the request ({_describe(exc)})") from exc
+
+
+def _written_for_an_hour(usage, ttl: str) -> int:
+    """The cache writes of the 1-hour lifetime: as the API splits them, else all of them under ttl 1h."""
+    split = getattr(usage, "cache_creation", None)
+    hour = getattr(split, "ephemeral_1h_input_tokens", None)
+    if hour is not None:
+        return hour
+    return (usage.cache_creation_input_tokens or 0) if ttl == "1h" else 0
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -261,13 +302,30 @@ def _note(reply: "Reply") -> str:
     return ""
 
 
+ANALYSIS_CHARS = 1000
+
+
+def analysis_of(data) -> dict:
+    """The model's own analysis from a submit_kernel call, its well-formed parts only."""
+    given = data.get("analysis") if isinstance(data, dict) else None
+    if not isinstance(given, dict):
+        return {}
+    analysis = {key: given[key].strip()[:ANALYSIS_CHARS] for key in ("bottleneck", "plan")
+                if isinstance(given.get(key), str) and given[key].strip()}
+    expected = given.get("expected_speedup")
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and 0 < expected < 1000:
+        analysis["expected_speedup"] = float(expected)
+    return analysis
+
+
 def _merge(first: Exchange, second: Exchange) -> Exchange:
     return Exchange(
         prompt=second.prompt, reply=first.reply + "\n\n----- retry -----\n\n" + second.reply, model=second.model,
         input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
         cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
         cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
-        duration_s=first.duration_s + second.duration_s,
+        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
+        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
     )
 
 

@@ -46,7 +46,9 @@ class Exchange:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written to the 1-hour cache (priced 2x input)
     duration_s: float = 0.0
+    no_tool_replies: int = 0  # replies that called no tool where the model could choose (tool_choice auto)
 
 
 @dataclass
@@ -104,6 +106,7 @@ class TriedIdea:
     description: str
     outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
     reasons: list = field(default_factory=list)  # distinct runner reasons of its failed kernels
+    briefs: tuple = ()  # (brief, how its kernel fared) per implementation
 
 
 @dataclass
@@ -118,6 +121,7 @@ class KernelProposal:
     source: str  # a complete ModelNew module; "" when the reply had no usable code
     name: str = ""
     note: str = ""
+    analysis: dict = field(default_factory=dict)  # the model's own: {bottleneck, plan, expected_speedup}, any missing
 
 
 class Proposer:

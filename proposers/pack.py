@@ -7,6 +7,8 @@ module decides what is shown and how much of it. Facts come from whatever the wo
 so every key may be missing: a missing one is left out, never guessed.
 """
 
+import re
+
 from .base import KernelContext, ProblemContext, TriedIdea
 
 BANK_TOKENS = 6000  # what the bank may take of a prompt (about 4 characters a token)
@@ -14,6 +16,7 @@ BANK_KERNELS = 4
 PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 LOG_CHARS = 4000  # the tail of a compile log or stderr that a repair sees
 REASONS_SHOWN = 3
+BRIEF_CHARS = 160  # of each brief in the ideas history
 
 
 def approx_tokens(text: str) -> int:
@@ -139,8 +142,23 @@ def idea_key(title: str) -> str:
 
 def tried_line(idea: TriedIdea) -> str:
     reasons = "; ".join(r[:300] for r in idea.reasons[:REASONS_SHOWN])
-    return f"- {idea.title}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")
+    line = f"- {idea.title}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")
+    return line + "".join(f"\n  - brief {i + 1}: {brief[:BRIEF_CHARS]} => {fared}"
+                          for i, (brief, fared) in enumerate(idea.briefs))
 
 
 def log_tail(text: str, chars: int = LOG_CHARS) -> str:
     return text[-chars:] if text else ""
+
+
+_ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+
+
+def compile_log(text: str, chars: int = LOG_CHARS) -> str:
+    """A compile log from the line before its first error line (the compiler's first errors come first;
+    later ones often follow from them), else its tail."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if _ERROR_LINE.search(line)), None)
+    if first is None:
+        return log_tail(text, chars)
+    return "\n".join(lines[max(0, first - 1):])[:chars]

@@ -5,7 +5,7 @@ from .base import Exchange
 
 # USD per million tokens; edit to follow the price list. Cache writes by lifetime: `cache_write`
 # for the 5-minute cache (1.25x input; the breakpoints of proposers/prompts.py use it) and
-# `cache_write_1h` for the 1-hour cache (2x input); reads 0.1x input.
+# `cache_write_1h` for the 1-hour cache (2x input; ANTHROPIC_CACHE_TTL=1h); reads 0.1x input.
 LLM_PRICES = PRICES = {
     "claude-opus-4-1": {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_write_1h": 30, "cache_read": 1.5},
     "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_write_1h": 10, "cache_read": 0.5},
@@ -25,7 +25,8 @@ def call_cost(exchange: Exchange) -> float:
     return (
         exchange.input_tokens * price["input"]
         + exchange.output_tokens * price["output"]
-        + exchange.cache_write_tokens * price["cache_write"]
+        + (exchange.cache_write_tokens - exchange.cache_write_1h_tokens) * price["cache_write"]
+        + exchange.cache_write_1h_tokens * price["cache_write_1h"]
         + exchange.cache_read_tokens * price["cache_read"]
     ) / 1_000_000
 

@@ -121,6 +121,12 @@ class SearchKnobs(forms.Form):
     proposer = forms.ChoiceField(choices=Search.Proposer.choices, initial=Search.Proposer.PLAYBOOK)
     model = forms.CharField(max_length=100, required=False, label="Model",
                             help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
+    ideas_model = forms.CharField(max_length=100, required=False, label="Ideas model",
+                                  help_text="A model for the ideas calls; empty: the model above.")
+    kernel_model = forms.CharField(max_length=100, required=False, label="Kernels model",
+                                   help_text="A model for the kernel calls; empty: the model above.")
+    repair_model = forms.CharField(max_length=100, required=False, label="Repairs model",
+                                   help_text="A model for the repair calls; empty: the model above.")
     effort = forms.ChoiceField(choices=EFFORT_CHOICES, required=False, label="Effort (Anthropic)")
     thinking_tokens = forms.IntegerField(min_value=0, max_value=64000, initial=0, required=False,
                                          label="Thinking budget (tokens, Anthropic)",
@@ -147,7 +153,8 @@ class SearchKnobs(forms.Form):
     def search_fields(self) -> dict:
         data = dict(self.cleaned_data)
         for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0),
-                             ("sol_stop_percent", 0), ("thinking_tokens", 0)):
+                             ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
+                             ("kernel_model", ""), ("repair_model", "")):
             if data.get(key) in (None, ""):
                 data[key] = default
         return data

@@ -112,6 +112,7 @@ class Search(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
     FINISHED = (Status.CANCELLED, Status.COMPLETED, Status.FAILED)
+    STEP_MODELS = {"ideas": "ideas_model", "kernel": "kernel_model", "repair": "repair_model"}  # ProposerCall.Purpose
 
     class Proposer(models.TextChoices):
         PLAYBOOK = "playbook", "Built-in hand-written kernels (no AI)"
@@ -124,6 +125,8 @@ class Search(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     proposer = models.CharField(max_length=16, choices=Proposer.choices, default=Proposer.PLAYBOOK)
     model = models.CharField(max_length=100, blank=True)  # LLM model name, when the proposer has one
+    # A model per step (e.g. a strong one for ideas, a cheaper one for repairs); empty: `model`.
+    ideas_model, kernel_model, repair_model = (models.CharField(max_length=100, blank=True) for _ in range(3))
     effort = models.CharField(max_length=16, blank=True)  # LLM effort label (output_config.effort)
     # Extended thinking before each reply, in tokens (0: off; the API's least is 1024).
     thinking_tokens = models.PositiveIntegerField(default=0)
@@ -174,6 +177,9 @@ class Search(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "searches"
 
+    def step_model(self, step: str) -> str:  # "ideas", "kernel" or "repair": its own model, else the search's
+        return getattr(self, self.STEP_MODELS[step]) or self.model
+
     def __str__(self):
         return self.name or f"Search {str(self.code)[:8]} on {self.problem}"
 
@@ -200,6 +206,7 @@ class ProposerCall(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     duration_s = models.FloatField(default=0.0)
+    no_tool_replies = models.PositiveSmallIntegerField(default=0)  # replies calling no tool under tool_choice auto
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -290,6 +297,7 @@ class Kernel(models.Model):
     source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="duplicates")
+    analysis = models.JSONField(default=dict, blank=True)  # the model's own: bottleneck, plan, expected_speedup
 
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
-from django.db.models import Avg, Count
+from django.db.models import Avg, F
 
 from live import events
 from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
@@ -110,20 +110,27 @@ def _budget_room(search: Search, flying: dict) -> int:
         room = min(room, search.max_candidates - made - sum(c.makes_kernel for c in flying.values()))
     if search.max_tokens is None and search.max_cost_usd is None:
         return room
-    mean = ProposerCall.objects.filter(search=search).aggregate(
-        calls=Count("id"), tokens=Avg("input_tokens"), out=Avg("output_tokens"), read=Avg("cache_read_tokens"),
-        write=Avg("cache_write_tokens"), cost=Avg("cost_usd"))
-    if not mean["calls"]:  # nothing to estimate a call's cost from: one call at a time until there is
+    means = _mean_call_by_step(search)
+    if not means:  # nothing to estimate a call's cost from: one call at a time until there is
         return min(room, 1 - len(flying))
-    if search.max_tokens is not None:
-        per_call = sum(mean[k] or 0 for k in ("tokens", "out", "read", "write"))
-        spent = search.tokens_in + search.tokens_out + per_call * len(flying)
-        room = min(room, _calls_within(search.max_tokens - spent, per_call))
-    if search.max_cost_usd is not None:
-        per_call = float(mean["cost"] or 0)
-        spent = search.cost_usd + per_call * len(flying)
-        room = min(room, _calls_within(search.max_cost_usd - spent, per_call))
+    fallback = {k: max(m[k] for m in means.values()) for k in ("tokens", "cost")}
+    for key, budget, spent in (("tokens", search.max_tokens, search.tokens_in + search.tokens_out),
+                               ("cost", search.max_cost_usd, search.cost_usd)):
+        if budget is None:
+            continue
+        # Each call in flight reserves the mean of its own step's calls (its step's model and cache); the
+        # next call, whichever its step, the dearest step's mean.
+        reserved = sum(means.get(_purpose(c), fallback)[key] for c in flying.values())
+        room = min(room, _calls_within(budget - spent - reserved, fallback[key]))
     return room
+
+
+def _mean_call_by_step(search: Search) -> dict:
+    """{purpose: {"tokens", "cost"}}: the mean call of each step so far (steps may use different models)."""
+    tokens = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
+    rows = (ProposerCall.objects.filter(search=search).values("purpose")
+            .annotate(tokens=Avg(tokens), cost=Avg("cost_usd")))
+    return {row["purpose"]: {"tokens": float(row["tokens"] or 0), "cost": float(row["cost"] or 0)} for row in rows}
 
 
 def _calls_within(left: float, per_call: float) -> int:

@@ -25,7 +25,8 @@ def new_proposer(search: Search) -> Proposer:
     options = {}
     if search.proposer == Search.Proposer.ANTHROPIC:
         options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
-                   "thinking": search.thinking_tokens, "gate": gate.for_environment()}
+                   "thinking": search.thinking_tokens, "gate": gate.for_environment(),
+                   "step_models": {step: getattr(search, field) for step, field in Search.STEP_MODELS.items()}}
     return get_proposer(search.proposer, **options)
 
 
@@ -109,11 +110,52 @@ def failure_of(search: Search, broken: Kernel, turn: int, root: Kernel) -> Failu
 def tried_ideas(search: Search) -> list[TriedIdea]:
     tried = []
     for idea in Idea.objects.filter(search=search).order_by("-id")[:TRIED_IDEAS_SHOWN]:
-        kernels = list(idea.kernels.all())
+        kernels = list(idea.kernels.select_related("parent"))
         reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
         tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
-                               reasons=reasons))
+                               reasons=reasons, briefs=brief_verdicts(idea, kernels)))
     return list(reversed(tried))
+
+
+def brief_verdicts(idea: Idea, kernels: list) -> tuple[tuple[str, str], ...]:
+    """(brief, how its kernel fared) for each implementation of the idea, its repairs followed to the last."""
+    briefs = idea.briefs if isinstance(idea.briefs, list) else []
+    verdicts = []
+    for variant, brief in enumerate(briefs):
+        kernel = next((k for k in kernels if k.variant == variant), None)
+        fates = []
+        while kernel is not None:
+            fates.append(kernel_fate(kernel))
+            kernel = next((k for k in kernels if k.repair_of_id == kernel.id), None)
+        verdicts.append((str(brief), ", repaired: ".join(fates) or "not implemented yet"))
+    return tuple(verdicts)
+
+
+def kernel_fate(kernel: Kernel) -> str:
+    """A kernel's verdict as the ideas history reads it: a quarantined speed is never advertised."""
+    if kernel.status != Verdict.CORRECT:
+        return kernel.status
+    if not kernel_is_ranked(kernel):
+        return "correct, under review (no speed given)"
+    fate = f"correct, {kernel.median_ms:.4g} ms"
+    if kernel.speedup_vs_eager:
+        fate += f" ({kernel.speedup_vs_eager:.2f}x vs eager{eager_beside(kernel)})"
+    return fate + expected_beside(kernel)
+
+
+def expected_beside(kernel: Kernel) -> str:
+    """The speedup over its parent the model expected (its analysis) beside the one measured: calibration."""
+    expected, parent = (kernel.analysis or {}).get("expected_speedup"), kernel.parent
+    if not expected or parent is None or not parent.median_ms:
+        return ""
+    return f"; expected {expected:.2f}x vs its parent, got {parent.median_ms / kernel.median_ms:.2f}x"
+
+
+def eager_beside(kernel: Kernel) -> str:
+    """On the CPU, the eager time the kernel's speedup was measured against (timed between its blocks)."""
+    run = latest_run(kernel)
+    eager = paired_eager_ms((run.result or {}) if run else {})
+    return f" {eager:.4g} ms, timed beside it" if eager else ""
 
 
 def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
@@ -132,7 +174,7 @@ def idea_outcome(idea: Idea, kernels: list | None = None) -> str:
         best = min((k for k in ranked if k.median_ms), key=lambda k: k.median_ms, default=None)
         speed = "" if ranked else ", under review (held out of the rankings, so no speed is given)"
         if best and best.speedup_vs_eager:
-            speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager"
+            speed = f", best {best.median_ms:.4g} ms ({best.speedup_vs_eager:.2f}x vs eager{eager_beside(best)}"
             speed += f", {best.speedup_vs_compile:.2f}x vs torch.compile)" if best.speedup_vs_compile else ")"
             parent = idea.parent_kernel
             if parent is not None and parent.median_ms:

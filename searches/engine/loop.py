@@ -30,6 +30,7 @@ calls in flight, within half a second (they are abandoned).
 import logging
 import time
 import uuid
+from itertools import islice
 
 from django.db import DatabaseError, transaction
 
@@ -162,8 +163,20 @@ def _ready(search: Search, flying: set):
             flying = flying | {("ideas", parent_id)}
             if first_alone:
                 break
-    yield from _implementations(search, flying)
-    yield from _repairs(search, flying)
+    yield from _first_alone_while_cold(search, "kernel", _implementations(search, flying), flying)
+    yield from _first_alone_while_cold(search, "repair", _repairs(search, flying), flying)
+
+
+def _first_alone_while_cold(search: Search, step: str, ready, flying: set):
+    """Caches are per model: a step whose model no earlier step of the round used sends its first call
+    alone, so the round's other calls of that model read the prompt cache it writes."""
+    earlier = {"kernel": ("ideas",), "repair": ("ideas", "kernel")}[step]
+    made = Kernel.objects.filter(search=search, round=search.current_round)
+    made = made.filter(origin=Kernel.Origin.REPAIR) if step == "repair" else made.filter(variant__isnull=False)
+    if search.step_model(step) in {search.step_model(s) for s in earlier} or made.exists():
+        yield from ready
+    elif not any(key[0] == step for key in flying):
+        yield from islice(ready, 1)
 
 
 def _implementations(search: Search, flying: set):

@@ -49,7 +49,7 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
             kernel = Kernel.objects.create(
                 problem_id=search.problem_id, search=search, idea=idea, parent=parent, repair_of=repair_of,
                 round=round, variant=variant, name=name[:200], source=source, origin=origin, call=call,
-                source_hash=digest, duplicate_of=twin, **verdict,
+                source_hash=digest, duplicate_of=twin, analysis=proposal.analysis or {}, **verdict,
             )
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
@@ -64,11 +64,12 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
     exchange = exchange or Exchange()
     cost = call_cost(exchange)
     call = ProposerCall.objects.create(
-        search=search, purpose=purpose, proposer=search.proposer, model=exchange.model or search.model,
+        search=search, purpose=purpose, proposer=search.proposer,
+        model=exchange.model or (search.step_model(purpose) if search.proposer == Search.Proposer.ANTHROPIC else ""),
         prompt=exchange.prompt, reply=exchange.reply, ok=not error, error=error,
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
-        cost_usd=cost, duration_s=exchange.duration_s,
+        cost_usd=cost, duration_s=exchange.duration_s, no_tool_replies=exchange.no_tool_replies,
     )
     tokens_in = exchange.input_tokens + exchange.cache_read_tokens + exchange.cache_write_tokens
     if tokens_in or exchange.output_tokens or cost:

@@ -35,7 +35,7 @@ THINKING_LEAST = 1024  # the Messages API's smallest thinking budget
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
     "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
-    "language",
+    "language", *Search.STEP_MODELS.values(),
 }
 
 
@@ -92,7 +92,8 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
                  repair_attempts: int = 1, language: str = "", stale_rounds: int = 0,
-                 sol_stop_percent: int = 0, thinking_tokens: int = 0) -> Search:
+                 sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
+                 repair_model: str = "") -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
@@ -106,7 +107,8 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
     search = Search.objects.create(
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
-        effort=effort or "", allow_library=bool(allow_library), **knobs,
+        effort=effort or "", allow_library=bool(allow_library), ideas_model=(ideas_model or "")[:100],
+        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100], **knobs,
     )
     events.publish_search_status(search)
     kick(search.id)
@@ -263,7 +265,8 @@ def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
         parent_copy = Kernel.objects.create(
             problem_id=original.problem_id, search=fork, idea=idea_copy, parent=parent_copy, round=0,
             name=f"{original.name or 'kernel'} (#{original.id} of search {original.search_id})"[:200],
-            source=original.source, origin=Kernel.Origin.FORK, author=original.author, **original.verdict(),
+            source=original.source, origin=Kernel.Origin.FORK, author=original.author, analysis=original.analysis,
+            **original.verdict(),
         )
         copies[original.id] = parent_copy
         events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))

@@ -10,9 +10,11 @@ forces (or of its first tool), after `latency(seen)` seconds when set. Every req
 `max_in_flight`, for assertions.
 
 Like the API: a forced `tool_choice` with effort or thinking set is refused (400), and so is a thinking
-budget under 1024 tokens or not under `max_tokens`, or a temperature with thinking; `stream: true` is
+budget under 1024 tokens or not under `max_tokens`, a temperature with thinking, an assistant tool turn
+without its thinking block while thinking is on, more than four cache breakpoints, or a 1-hour
+breakpoint after a 5-minute one (cache writes are reported per lifetime); `stream: true` is
 answered with the API's server-sent events (thinking, text and tool blocks); the prompt cache
-works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block:
+works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block, per model:
 the longest prefix seen before is billed as cache reads, the rest up to the last breakpoint as a
 cache write, the remainder as input.
 """
@@ -64,23 +66,26 @@ class Seen:
         choice = self.body.get("tool_choice") or {}
         return choice.get("name", "") if choice.get("type") == "tool" else ""
 
-    def cache_segments(self) -> list[tuple[str, bool]]:
-        """The request's prompt in cache order, as (text, is a breakpoint) pieces."""
-        pieces = [(json.dumps(tool, sort_keys=True), bool(tool.get("cache_control")))
-                  for tool in self.body.get("tools") or []]
+    def cache_segments(self) -> list[tuple[str, str]]:
+        """The request's prompt in cache order, as (text, its breakpoint's lifetime: "5m", "1h" or "") pieces."""
+        pieces = [(json.dumps(tool, sort_keys=True), _ttl(tool)) for tool in self.body.get("tools") or []]
         system = self.body.get("system") or []
         if isinstance(system, str):
-            pieces.append((system, False))
+            pieces.append((system, ""))
         else:
-            pieces += [(block.get("text", ""), bool(block.get("cache_control"))) for block in system]
+            pieces += [(block.get("text", ""), _ttl(block)) for block in system]
         for message in self.body.get("messages", []):
             content = message.get("content")
             if isinstance(content, str):
-                pieces.append((content, False))
+                pieces.append((content, ""))
             else:
-                pieces += [(block.get("text", "") or json.dumps(block), bool(block.get("cache_control")))
-                           for block in content]
+                pieces += [(block.get("text", "") or json.dumps(block), _ttl(block)) for block in content]
         return pieces
+
+
+def _ttl(block: dict) -> str:
+    control = block.get("cache_control")
+    return (control.get("ttl") or "5m") if isinstance(control, dict) else ""
 
 
 def approx_tokens(text: str) -> int:
@@ -164,7 +169,7 @@ class FakeAnthropic:
         if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
             return self._send(handler, 400, _error(400, "tool_choice forces tool use, which is not compatible "
                                                          "with thinking or effort"))
-        refused = _thinking_refused(body)
+        refused = _thinking_refused(body) or _cache_refused(seen)
         if refused:
             return self._send(handler, 400, _error(400, refused))
         if behaviour.tool_input is not None:
@@ -178,11 +183,12 @@ class FakeAnthropic:
 
     def _usage(self, seen: Seen) -> dict:
         pieces = seen.cache_segments()
-        prefixes, text = [], ""
-        for piece, breakpoint in pieces:
+        prefixes, text, ttl = [], str(seen.body.get("model")) + "\x00", "5m"  # each model has its own cache
+        for piece, lifetime in pieces:
             text += piece + "\x00"
-            if breakpoint:
+            if lifetime:
                 prefixes.append(text)
+                ttl = lifetime
         total = approx_tokens(text)
         with self._lock:
             read = max((p for p in prefixes if p in self._cached), key=len, default="")
@@ -191,7 +197,9 @@ class FakeAnthropic:
         read_tokens = approx_tokens(read) if read else 0
         write_tokens = approx_tokens(written) - read_tokens if written and written != read else 0
         return {"input_tokens": max(1, total - read_tokens - write_tokens),
-                "cache_read_input_tokens": read_tokens, "cache_creation_input_tokens": write_tokens}
+                "cache_read_input_tokens": read_tokens, "cache_creation_input_tokens": write_tokens,
+                "cache_creation": {"ephemeral_5m_input_tokens": write_tokens if ttl == "5m" else 0,
+                                   "ephemeral_1h_input_tokens": write_tokens if ttl == "1h" else 0}}
 
     def _message(self, seen: Seen, answer, stop_reason: str) -> dict:
         if isinstance(answer, str):
@@ -278,6 +286,24 @@ def _thinking_refused(body: dict) -> str:
         return "`max_tokens` must be greater than `thinking.budget_tokens`"
     if "temperature" in body and body["temperature"] != 1:
         return "`temperature` may only be set to 1 when thinking is enabled"
+    turns = [m for m in body.get("messages", []) if m.get("role") == "assistant" and isinstance(m.get("content"), list)]
+    for index, turn in enumerate(turns):
+        kinds = [block.get("type") for block in turn["content"]]
+        if "tool_use" in kinds and kinds[0] not in ("thinking", "redacted_thinking"):
+            return (f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{kinds[0]}`. When `thinking` is enabled, an assistant tool turn must start with its thinking block")
+    return ""
+
+
+def _cache_refused(seen: Seen) -> str:
+    """What the real API says of a request's cache breakpoints, or "" when it accepts them."""
+    lifetimes = [ttl for _, ttl in seen.cache_segments() if ttl]
+    if len(lifetimes) > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {len(lifetimes)}."
+    if any(ttl not in ("5m", "1h") for ttl in lifetimes):
+        return "cache_control.ttl: Input should be '5m' or '1h'"
+    if "1h" in lifetimes[lifetimes.index("5m") + 1:] if "5m" in lifetimes else False:
+        return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
     return ""
 
 
@@ -310,8 +336,9 @@ def ideas_call(count: int, briefs: int = 1, prefix: str = "Idea") -> dict:
                       for i in range(count)]}
 
 
-def kernel_call(source: str, note: str = "A kernel of its own.") -> dict:
-    return {"source": source, "note": note}
+def kernel_call(source: str, note: str = "A kernel of its own.", analysis: dict | None = None) -> dict:
+    """A submit_kernel tool input; `analysis` as the model's own (bottleneck, plan, expected_speedup)."""
+    return {"source": source, "note": note, **({"analysis": analysis} if analysis is not None else {})}
 
 
 def asked_counts(seen: Seen) -> tuple[int, int]:

@@ -1,20 +1,40 @@
-"""The prompt is decided in proposers/prompts.py alone: the kernel format people read in
-docs/KERNEL_FORMAT.md is the one the model reads, loaded once; the engine's wording of a
+"""The prompt is decided in proposers/prompts.py alone: the model reads proposers/format_digest.md,
+a digest of docs/KERNEL_FORMAT.md held to the runner's real rules here; the engine's wording of a
 kernel's speed of light comes from here too."""
 
+import re
 from pathlib import Path
 
 from proposers import prompts
 from proposers.base import KernelContext, ProblemContext
+from runner import checks
 
 ROOT = Path(__file__).resolve().parents[2]
+SOFTMAX = (ROOT / "tests" / "runner" / "corpus" / "problems" / "softmax.py").read_text()
 
 
-def test_the_system_prompt_carries_the_kernel_format_document():
+def test_the_system_prompt_carries_the_format_digest_not_the_whole_document():
     problem = ProblemContext(name="softmax", source="class Model: ...", device="cpu", description="rows")
     rules, context = prompts.system_blocks(problem)
-    assert rules["text"] == prompts.RULES + (ROOT / "docs" / "KERNEL_FORMAT.md").read_text()
+    assert rules["text"] == prompts.RULES + (ROOT / "proposers" / "format_digest.md").read_text()
+    assert len(rules["text"]) < len((ROOT / "docs" / "KERNEL_FORMAT.md").read_text()) / 3
     assert "cache_control" in context and prompts.fence("problem_source", problem.source) in context["text"]
+    hour = prompts.system_blocks(problem, ttl="1h")[1]["cache_control"]
+    assert hour == {"type": "ephemeral", "ttl": "1h"} and context["cache_control"] == {"type": "ephemeral"}
+
+
+def test_the_digests_worked_example_passes_the_runners_static_checks_clean():
+    [example] = re.findall(r"```python\n(.*?)```", prompts.FORMAT_DIGEST, re.S)
+    assert checks.check_findings(example, reference_source=SOFTMAX, device="cuda") == []
+
+
+def test_the_digest_allows_only_what_the_runner_allows_and_names_what_it_refuses():
+    allowed = prompts.FORMAT_DIGEST.split("PyTorch in `forward` only for:")[1].split(".\n")[0]
+    names = re.findall(r"`(\w+)`", allowed)
+    runner_allows = checks.VIEW_METHODS | checks.COPY_METHODS | checks.META_METHODS | checks.ALLOWED_TORCH_CALLS
+    assert names and [n for n in names if n not in runner_allows] == []
+    for name in checks.COMPILER_ENV | {m for m in checks.CONCURRENCY_MODULES if "." not in m and m != "_thread"}:
+        assert f"`{name}`" in prompts.FORMAT_DIGEST, name
 
 
 def test_a_kernel_is_shown_with_its_verdict_and_speed_of_light():

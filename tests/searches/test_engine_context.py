@@ -40,3 +40,18 @@ def test_the_runners_advisories_and_a_fallback_reach_the_model_as_notes():
     kernel = d.kernel(problem=problem, search=d.search(problem=problem))
     kernel.runs.update(result=result)
     assert context.kernel_context(kernel).notes == notes
+
+
+def test_each_brief_reads_its_kernels_fate_with_the_speedup_the_model_expected_beside_the_one_measured():
+    problem = d.problem()
+    search = d.search(problem=problem)
+    parent = d.kernel(problem=problem, search=search, median_ms=1.0)
+    idea = d.idea(search=search, title="tiles", parent_kernel=parent)
+    idea.briefs = ["64 rows a block", "one row a warp"]
+    idea.save(update_fields=["briefs"])
+    d.kernel(problem=problem, search=search, idea=idea, parent=parent, variant=0, median_ms=0.5,
+             analysis={"expected_speedup": 3.0})
+    d.kernel(problem=problem, search=search, idea=idea, parent=parent, variant=1, median_ms=0.01, quarantined=True)
+    first, second = context.brief_verdicts(idea, list(idea.kernels.all()))
+    assert first == ("64 rows a block", "correct, 0.5 ms (2.00x vs eager); expected 3.00x vs its parent, got 2.00x")
+    assert second == ("one row a warp", "correct, under review (no speed given)")

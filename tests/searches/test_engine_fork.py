@@ -57,8 +57,9 @@ def test_fork_a_playbook_search_with_the_anthropic_proposer_from_its_best_kernel
     loop.advance(fork.id)
     asked = [s for s in fake.requests if task_of(s) == "ideas"]
     assert len(asked) == 2
-    for parent, seen in zip(parents, asked):
-        assert f"Kernel #{parent.id}" in seen.user_text and parent.source.strip() in seen.user_text
+    for parent, seen in zip(parents, asked):  # each parent shown, or named in the bank: its source sent once
+        assert f"Kernel #{parent.id}" in seen.user_text or f" above (#{parent.id}; its verdict" in seen.user_text
+        assert (seen.system_text + seen.user_text).count(parent.source.strip()) == 1
     assert best[0].source.strip() in asked[0].system_text  # the copies are the fork's bank
     fork_page = client.get(reverse("search_detail", args=[fork.code])).content.decode()
     assert 'id="playbook-note"' not in fork_page  # an LLM's ideas do see their parent

@@ -156,7 +156,7 @@ def test_every_failure_verdict_is_repaired_with_its_reason_as_a_child(problem, f
     broken = list(Kernel.objects.filter(search=search, round=1, variant__isnull=False).order_by("id"))
     for kernel in broken:  # sent together: matched by what they ask
         [seen] = [s for s in repair_requests if f"Repair 1 of 2 of #{kernel.id}:" in s.user_text]
-        assert f"Repair 1 of 2 of #{kernel.id}: the kernel below was judged {kernel.status}" in seen.user_text
+        assert f"Repair 1 of 2 of #{kernel.id}: the kernel above (#{kernel.id}) was judged {kernel.status}" in seen.user_text
         assert reasons[kernel.variant] in seen.user_text  # verbatim
     repairs = list(Kernel.objects.filter(search=search, origin="repair").order_by("repair_of_id"))
     assert [(r.parent_id, r.repair_of_id, r.name) for r in repairs] == [

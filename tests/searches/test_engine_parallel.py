@@ -128,3 +128,20 @@ def test_cancelling_abandons_the_calls_in_flight(problem, fake, settings):
     abandoned = ProposerCall.objects.filter(search=search, purpose="kernel", ok=False)
     assert abandoned.count() == 4 and "abandoned" in abandoned.first().error
     assert Idea.objects.filter(search=search, round=1).count() == 2
+
+
+def test_a_steps_own_model_sends_its_first_call_of_the_round_alone(problem, fake, settings):
+    """Caches are per model: kernels on a model the ideas call did not use write their cache once."""
+    settings.SEARCH_PARALLEL_CALLS = 8
+    fake.latency = lambda seen: 0.2
+    search = start(problem, ideas_per_parent=2, kernels_per_idea=2, repair_attempts=0, kernel_model="claude-haiku-4-5")
+    loop.advance(search.id)
+    judge()
+    fake.spans.clear()
+    loop.advance(search.id)  # round 1: the ideas call, one kernel call alone, then three together
+    kernels = sorted(s for s in fake.spans if s[2] == "kernel")
+    assert len(kernels) == 4 and overlapping(fake.spans, kernels[0]) == []
+    assert len(overlapping(fake.spans, kernels[1])) == 2  # the fan-out
+    calls = list(ProposerCall.objects.filter(search=search, kernels__round=1).order_by("id"))
+    assert {c.model for c in calls} == {"claude-haiku-4-5"} and calls[0].cache_write_tokens > 0
+    assert all(c.cache_read_tokens > 0 and c.cache_write_tokens == 0 for c in calls[1:])  # read what the first wrote

@@ -43,6 +43,8 @@ class Command(BaseCommand):
         parser.add_argument("--proposer", choices=Search.Proposer.values, default=None,
                             help="default: anthropic when ANTHROPIC_API_KEY is set, else playbook")
         parser.add_argument("--model", default="", help=f"LLM model (default {settings.ANTHROPIC_MODEL})")
+        for step in ("ideas", "kernel", "repair"):
+            parser.add_argument(f"--{step}-model", default="", help=f"LLM model of the {step} calls (default: --model)")
         parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
         parser.add_argument("--thinking", type=int, default=0,
                             help="LLM thinking budget in tokens before each reply (default 0: off; at least 1024)")
@@ -82,7 +84,8 @@ class Command(BaseCommand):
                     repair_attempts=opts["repairs"], allow_library=opts["allow_library"],
                     language=opts["language"], stale_rounds=opts["stale_rounds"], max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
-                    thinking_tokens=opts["thinking"],
+                    thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
+                    kernel_model=opts["kernel_model"], repair_model=opts["repair_model"],
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
