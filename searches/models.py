@@ -292,8 +292,7 @@ class Kernel(models.Model):
     call = models.ForeignKey(ProposerCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="kernels")
     # Which of the idea's K implementations this is; null for seed, user, repair and fork kernels.
     variant = models.PositiveSmallIntegerField(null=True, blank=True)
-    # The source as judged (searches/engine/dedup.py): a candidate whose source a kernel of the same
-    # search already had judged takes that verdict and is never run again.
+    # The source as judged (engine/dedup.py): a source judged before in the search takes that verdict, unrun.
     source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="duplicates")
@@ -302,8 +301,7 @@ class Kernel(models.Model):
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
     reason = models.TextField(blank=True)
-    # Why it was turned away, as the runner's code (runner/findings.py): "partial_replacement" and
-    # "no_kernel_of_its_own" are KernelBench-legal kernels outside library mode, never cheats.
+    # Why it was turned away (runner/findings.py); partial_replacement, no_kernel_of_its_own: legal, never cheats.
     reason_code = models.CharField(max_length=32, blank=True)
     quarantined = models.BooleanField(default=False)
     median_ms = models.FloatField(null=True, blank=True)
@@ -312,9 +310,8 @@ class Kernel(models.Model):
     precision = models.CharField(max_length=32, blank=True)
     device_name = models.CharField(max_length=200, blank=True, db_index=True)
     verified = models.BooleanField(default=False)  # a fresh rerun reproduced it within 10%
-    approved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="approved_kernels"
-    )
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="approved_kernels")
     approved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
@@ -324,23 +321,19 @@ class Kernel(models.Model):
         indexes = [models.Index(fields=["problem", "status", "median_ms"])]
         # The engine's idempotency keys: re-running a step never duplicates a candidate.
         constraints = [
-            models.UniqueConstraint(
-                fields=["idea", "variant"], condition=models.Q(variant__isnull=False), name="unique_kernel_variant"
-            ),
-            models.UniqueConstraint(
-                fields=["repair_of"], condition=models.Q(repair_of__isnull=False), name="unique_kernel_repair"
-            ),
-            models.UniqueConstraint(
-                fields=["search"], condition=models.Q(origin="seed"), name="unique_search_seed_kernel"
-            ),
+            models.UniqueConstraint(fields=["idea", "variant"], condition=models.Q(variant__isnull=False),
+                                    name="unique_kernel_variant"),
+            models.UniqueConstraint(fields=["repair_of"], condition=models.Q(repair_of__isnull=False),
+                                    name="unique_kernel_repair"),
+            models.UniqueConstraint(fields=["search"], condition=models.Q(origin="seed"),
+                                    name="unique_search_seed_kernel"),
         ]
 
     # The verdict a kernel carries for the tree and the rankings (a fork's copy and a duplicate take it whole).
     VERDICT_FIELDS = ("status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
                       "speedup_vs_compile", "precision", "device_name", "verified", "evaluated_at")
 
-    # A queued kernel its search's cancellation dropped: FAILED with this reason code (no status of its
-    # own: that would be a migration), shown grey as CANCELLED_LABEL and outside failure counts.
+    # A queued kernel its search's cancellation dropped: FAILED with this code, shown grey, never a failure.
     CANCELLED, CANCELLED_LABEL = "cancelled", "Not evaluated (cancelled)"
 
     def __str__(self):
@@ -442,8 +435,7 @@ class Worker(models.Model):
     pid = models.PositiveIntegerField(null=True, blank=True)
     device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
     device_name = models.CharField(max_length=200, blank=True)
-    # What the device it serves is (model, memory, SMs, caches, clocks, measured ceilings), read by
-    # the runner on the worker's start: shown on the Workers page and given to the proposer.
+    # Its device (model, memory, SMs, caches, clocks, ceilings) as the runner read it: shown, told the model.
     device_facts = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -33,7 +33,7 @@ def test_the_digest_allows_only_what_the_runner_allows_and_names_what_it_refuses
     names = re.findall(r"`(\w+)`", allowed)
     runner_allows = checks.VIEW_METHODS | checks.COPY_METHODS | checks.META_METHODS | checks.ALLOWED_TORCH_CALLS
     assert names and [n for n in names if n not in runner_allows] == []
-    for name in checks.COMPILER_ENV | {m for m in checks.CONCURRENCY_MODULES if "." not in m and m != "_thread"}:
+    for name in checks.KERNEL_ENV | {m for m in checks.CONCURRENCY_MODULES if "." not in m and m != "_thread"}:
         assert f"`{name}`" in prompts.FORMAT_DIGEST, name
 
 
