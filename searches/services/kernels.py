@@ -23,7 +23,8 @@ RERUN_TOLERANCE = 0.10  # a rerun "reproduces" when its median is within 10% of 
 
 @transaction.atomic
 def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
-                  parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE) -> Kernel:
+                  parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE,
+                  allow_library: bool = False) -> Kernel:
     """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node.
     Its job counts against the person's cap (OverQuota over it: nothing is saved); a sweep passes BULK."""
     source = source or ""
@@ -52,7 +53,9 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
         source=source, origin=Kernel.Origin.USER, author=user,
     )
     purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
-    options = {"allow_library": search.allow_library} if search is not None else {}
+    # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
+    library = search.allow_library if search is not None else allow_library
+    options = {"allow_library": library} if library or search is not None else {}
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))

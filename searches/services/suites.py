@@ -58,6 +58,8 @@ class ImportRow:
     number: int | None = None
     missing_modules: list[str] = field(default_factory=list)
     input_bytes: int | None = None  # one set of inputs, read from the source (searches.problem_memory)
+    sample: int = 0  # a solution's sample id (KernelBench's runs layout), 0 when the name has none
+    kernel: object = None  # the kernel a solution became
 
 
 @dataclass
@@ -359,9 +361,17 @@ def suite_request_validation(*, suite: Suite, user) -> ValidationRequest:
 QUEUED, UNMATCHED = "queued", "unmatched"
 
 
-def solution_position(path: str) -> tuple[int | None, int | None]:
-    """(level, number) of a solution file: KernelBench's run layout puts it in a folder named
-    for the problem (`level1/19_ReLU/kernel.py`), or it is one `N_....py` per problem."""
+_KERNELBENCH_RUN_FILE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+
+
+def solution_position(path: str) -> tuple[int | None, int | None, int]:
+    """(level, number, sample) of a solution file: KernelBench's runs folder names it
+    `level_1_problem_19_sample_0_kernel.py`; older layouts put it in a folder named for the problem
+    (`level1/19_ReLU/kernel.py`) or name it `N_....py`, one sample (0) per problem."""
+    match = _KERNELBENCH_RUN_FILE.match(PurePosixPath(path.replace("\\", "/")).name)
+    if match:
+        level, number, sample = (int(g) for g in match.groups())
+        return level, number, sample
     level, number, _ = kernelbench_position(path)
     if number is None:
         parts = PurePosixPath(path.replace("\\", "/")).parts
@@ -370,15 +380,15 @@ def solution_position(path: str) -> tuple[int | None, int | None]:
             if match:
                 number = int(match.group(1))
                 break
-    return level, number
+    return level, number, 0
 
 
 @transaction.atomic
-def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
+def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool = False) -> list[ImportRow]:
     """Submit each solution file as a kernel of the suite problem with its level and number,
     queued for the evaluators in the bulk class, as many as the person's cap has room for (the
     rest refused, saying so). A suite whose problems carry no level (one flat folder) matches on
-    the number alone."""
+    the number alone. `allow_library` judges them with library calls allowed, as KernelBench does."""
     members = list(suite.members.select_related("problem"))
     by_position = {(m.level, m.number): m for m in members if m.number is not None}
     by_number = {}
@@ -389,8 +399,8 @@ def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
     rows = []
     room = job_room(user)
     for done, (name, raw) in enumerate(files, start=1):
-        level, number = solution_position(name)
-        row = ImportRow(file=name, outcome=UNMATCHED, level=level, number=number)
+        level, number, sample = solution_position(name)
+        row = ImportRow(file=name, outcome=UNMATCHED, level=level, number=number, sample=sample)
         member = by_position.get((level, number))
         if member is None and number is not None and len(by_number.get(number, [])) == 1:
             member = by_number[number][0] if level is None else None
@@ -405,8 +415,9 @@ def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
                 with transaction.atomic():
                     source = _decode(name, raw)
                     kernel = kernel_submit(user=user, problem=member.problem, source=source,
-                                           name=f"{suite.name}: {name}", priority=Priority.BULK)
-                row.outcome, row.reason = QUEUED, str(kernel.code)
+                                           name=f"{suite.name}: {name}", priority=Priority.BULK,
+                                           allow_library=allow_library)
+                row.outcome, row.reason, row.kernel = QUEUED, str(kernel.code), kernel
                 room = None if room is None else room - 1
             except ValidationError as error:
                 row.outcome, row.reason = REFUSED, _reason(error)
