@@ -28,6 +28,7 @@ from django.db import transaction
 from evaluation import queue
 from lib.ratelimit import OverQuota
 from searches.models import Device, EvaluationJob, Problem, Search, Suite, SuiteProblem
+from searches.hub_models import hub_refusal
 from searches.problem_checks import human_size, model_docstring, size_error
 from searches.problem_memory import input_bytes
 
@@ -135,11 +136,13 @@ def files_from_folder(root) -> list[tuple[str, bytes]]:
     """Every `.py` file under `root`, recursively, as (path relative to root, bytes); checked
     against the import's bounds before any is read."""
     root = Path(root)
+    # A level folder given itself (KernelBench/level1) keeps its level: its name leads every path.
+    prefix = f"{root.resolve().name}/" if _LEVEL_DIR.match(root.resolve().name) else ""
     found = [path for path in root.rglob("*.py") if path.is_file() and path.name != "__init__.py"]
     too_much = import_size_error(len(found), sum(path.stat().st_size for path in found))
     if too_much:
         raise too_much
-    named = [(path.relative_to(root).as_posix(), path) for path in found]
+    named = [(prefix + path.relative_to(root).as_posix(), path) for path in found]
     return [(name, path.read_bytes()) for name, path in sorted(named, key=lambda item: _sort_key(item[0]))]
 
 
@@ -260,9 +263,11 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
         try:
             source = _decode(name, raw)
             digest = source_sha256(source)
+            if refusal := hub_refusal(source):
+                raise refusal
             if digest in by_hash:
                 row.outcome, row.problem = DUPLICATE, Problem.objects.get(pk=by_hash[digest])
-                row.reason = f"same source as “{row.problem.name}”"
+                row.reason = _duplicate_reason(row.problem, device)
             else:
                 row.problem = _create(user=user, source=source, title=title, level=level, number=number,
                                       name=name, device=device)
@@ -288,6 +293,15 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
         report.notices.append(f"{held} new problem{'s were' if held != 1 else ' was'} stored without validation: "
                               + _cap_note(user))
     return report
+
+
+def _duplicate_reason(problem: Problem, device: str) -> str:
+    """A duplicate is the stored problem itself: its device stays what it was."""
+    reason = f"same source as “{problem.name}”"
+    if problem.device != device:
+        reason += (f"; kept on {problem.device}, as stored: the device asked for ({device}) applies to new problems "
+                   "only (edit the problem to change its device)")
+    return reason
 
 
 def _cap_reached(user) -> str:

@@ -1,4 +1,4 @@
-"""KernelBench's own analysis code, vendored unchanged under tests/fixtures/kernelbench/analysis, loaded
+"""KernelBench's own analysis code, vendored unchanged under tests/fixtures/kernelbench_analysis, loaded
 as a test oracle. Only what it imports for its command line and printing is stood in for (pydra,
 tabulate), and its dataset is built from problem file names, as its local dataset does."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench" / "analysis"
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_analysis"
 
 
 def _module(name: str, path: Path):

@@ -1,6 +1,6 @@
 """Runs scored on their own: fast_p, "sample 0" and "best of N", pass@k, independence of two runs
 on one suite, the migration of old sweeps, and the KernelBench export read by KernelBench's own
-analysis (vendored, tests/fixtures/kernelbench/analysis). Verdicts are written directly here; the
+analysis (vendored, tests/fixtures/kernelbench_analysis). Verdicts are written directly here; the
 real evaluator judges a KernelBench runs folder in test_rejudge_kernelbench.py."""
 
 import importlib
