@@ -39,7 +39,8 @@ class Command(BaseCommand):
                 cells = " ".join(f"{_num(f['value']):>8}" for f in rule["fast_p"])
                 out.write(f"  {rule['rule']:<11} {cells}  {_num(rule['geomean'], '{:.3f}x')}")
             out.write("  " + ", ".join(f"pass@{row['k']} {row['value']:.3f}" for row in score["pass_at_k"]))
-        out.write("\nper problem (sample 0 / best of N speedup; — not correct)")
+        out.write("\nper problem (sample 0 / best of N speedup; — not correct): "
+                  + " | ".join(score["run"].name for score in comparison["scores"]))
         for line in comparison["problems"]:
             row = line["row"]
             cells = "  ".join(f"{_num(r['sample0'][1] if r['sample0'][0] else None, '{:.2f}x'):>7} / "

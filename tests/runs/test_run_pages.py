@@ -1,0 +1,60 @@
+"""Run pages and the run_scores command: every number labelled with mode, rule and baseline; two
+runs of one suite side by side with their fast_p curves and speedup spread drawn on the server."""
+
+import io
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from .test_runs import FILES, rejudged, suite  # noqa: F401 (the suite fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client_in(client):
+    client.force_login(get_user_model().objects.create_user("ada", password="pw-for-tests-only"))
+    return client
+
+
+def test_a_suite_with_no_run_shows_no_run_score(client_in, suite):  # noqa: F811
+    page = client_in.get(reverse("suite_runs", args=[suite.code])).content.decode()
+    assert "No run on this suite yet, so no run score" in page
+
+
+def test_the_run_page_names_mode_rule_and_baseline_on_every_number(client_in, suite):  # noqa: F811
+    run = rejudged(suite, "A")
+    page = client_in.get(reverse("run_detail", args=[run.code]) + "?baseline=eager").content.decode()
+    assert "KernelLab · sample 0" in page and "KernelLab · best of N" in page and "speedup vs eager" in page
+    assert 'title="fast_1, KernelLab, sample 0, vs eager">0.333<' in page
+    assert "pass@1 0.667" in page and "pass@2 1.000" in page
+    assert page.count('class="run-line"') == 1
+
+
+def test_two_runs_compare_side_by_side_with_curves_and_spread(client_in, suite):  # noqa: F811
+    a = rejudged(suite, "A")
+    b = rejudged(suite, "B", {(p, 0): ("correct", 1.1 * p, 1.0) for p in FILES})
+    url = reverse("run_compare") + f"?runs={a.code}&runs={b.code}"
+    page = client_in.get(url).content.decode()
+    curves = re.search(r'<div class="run-curves">(.*?)</div>', page, re.S).group(1)
+    assert curves.count('class="run-line"') == 2
+    spread = re.search(r'<div class="run-spread">(.*?)</div>', page, re.S).group(1)
+    assert spread.count('class="kernel-dot"') == 3 + 3  # each run's best-of-N speedup per correct problem
+    assert "run 1: A" in page and "run 2: B" in page
+    assert client_in.get(reverse("run_compare") + f"?runs={a.code}").status_code == 400
+
+
+def test_run_scores_prints_the_runs_side_by_side(suite):  # noqa: F811
+    rejudged(suite, "A")
+    rejudged(suite, "B", {(p, 0): ("incorrect", None, None) for p in FILES})
+    out = io.StringIO()
+    call_command("run_scores", "A", "B", stdout=out)
+    text = out.getvalue()
+    assert "Suite “S”, mode KernelLab, speedup vs eager" in text
+    assert re.search(r"A: 3 problems.*\n.*fast_0 .*\n  sample 0 +0\.667 +0\.667 +0\.333", text)
+    assert "pass@1 0.667, pass@2 1.000" in text
+    with pytest.raises(CommandError, match="no run named"):
+        call_command("run_scores", "nope", stdout=io.StringIO())
