@@ -258,9 +258,14 @@ def fast_p_curves_chart(series: list[list[tuple[float, float | None]]], *, width
     parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 2}" text-anchor="middle">p</text>')
     parts.append(f'<line x1="{x(1):.1f}" x2="{x(1):.1f}" y1="{top}" y2="{height - bottom}" class="parity"/>')
     for i, curve in enumerate(series):
-        coords = " ".join(f"{x(p):.1f},{y(v):.1f}" for p, v in curve if v is not None)
+        known = [(p, v) for p, v in curve if v is not None]
+        # fast_p only drops where p passes a speedup: drawn as steps, not slopes between samples.
+        steps = [known[0]] + [pt for (_, before), (p, v) in zip(known, known[1:]) for pt in ((p, before), (p, v))]
+        coords = " ".join(f"{x(p):.1f},{y(v):.1f}" for p, v in steps)
         parts.append(f'<polyline class="run-line" data-run="{i}" style="stroke:{_RUN_COLOURS[i % 6]}" '
-                     f'points="{coords}"/>')
+                     f'points="{coords}"/>'
+                     f'<text x="{width - right}" y="{top + 12 + 14 * i}" text-anchor="end" '
+                     f'style="fill:{_RUN_COLOURS[i % 6]}">run {i + 1}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -288,7 +293,7 @@ def speedup_distribution_chart(series: list[list[float]], *, width: int = 520, r
     for i, run in enumerate(series):
         cy = top + row * i + row / 2
         colour = _RUN_COLOURS[i % 6]
-        parts.append(f'<text x="{left - 6}" y="{cy + 4:.1f}" text-anchor="end">run {i + 1}</text>')
+        parts.append(f'<text x="{left - 6}" y="{cy + 4:.1f}" text-anchor="end" style="fill:{colour}">run {i + 1}</text>')
         parts.extend(f'<circle class="kernel-dot" cx="{x(v):.1f}" cy="{cy:.1f}" r="4" style="fill:{colour}"/>'
                      for v in run if v and v > 0)
         ordered = sorted(v for v in run if v and v > 0)
