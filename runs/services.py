@@ -34,6 +34,7 @@ def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = F
     return run, rows
 
 
+@transaction.atomic  # a request refused whole (OverQuota) leaves no empty run behind
 def run_start_searches(*, user, suite: Suite, name: str, **search_fields):
     """Start one search configuration on every problem of the suite as one run (sample 0 each)."""
     run = _new_run(suite=suite, name=name, user=user, source=Run.Source.SEARCH,

@@ -3,16 +3,24 @@ Every number is labelled with the mode (KernelLab), the rule (sample 0, best of 
 
 import uuid
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_http_methods
 
 from lib.plots import fast_p_curves_chart, speedup_distribution_chart
+from lib.ratelimit import limits_sandbox_work
+from searches import selectors as searches_selectors
+from searches.forms import SearchStartForm
 from searches.models import Suite
 
 from .models import Run
 from .selectors import BASELINES, run_scores, runs_comparison, suite_runs
+from .services import run_start_searches
 
 
 def _baseline(request) -> str:
@@ -31,6 +39,31 @@ def suite_run_list(request, code):
     suite = get_object_or_404(Suite, code=code)
     runs = [run_scores(run) for run in suite_runs(suite)]
     return render(request, "runs/list.html", {"suite": suite, "runs": runs})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@limits_sandbox_work  # one request; each search it starts counts against the person's cap
+def run_start(request, code):
+    """One search configuration on every problem of the suite, as one run (named by the form's
+    name, else "Run N"); the searches' report, with a link to the run's page."""
+    suite = get_object_or_404(Suite, code=code)
+    form = SearchStartForm(request.POST or None, initial={"device": searches_selectors.suite_device(suite)})
+    if request.method == "POST" and form.is_valid():
+        fields = form.search_fields()
+        name = fields.pop("name", "") or f"Run {suite_runs(suite).count() + 1}"
+        try:
+            run, rows = run_start_searches(user=request.user, suite=suite, name=name, **fields)
+        except ValidationError as error:
+            form.add_error("name", error)
+        else:
+            started = sum(1 for row in rows if row.search is not None)
+            messages.success(request, format_html('Run <a href="{}">{}</a> started.',
+                                                  reverse("run_detail", args=[run.code]), run.name))
+            return render(request, "searches/suites/search_report.html",
+                          {"suite": suite, "rows": rows, "started": started, "refused": len(rows) - started})
+    return render(request, "searches/suites/search.html",
+                  {"suite": suite, "form": form, "members": searches_selectors.suite_members(suite)})
 
 
 @login_required

@@ -58,3 +58,26 @@ def test_run_scores_prints_the_runs_side_by_side(suite):  # noqa: F811
     assert "pass@1 0.667, pass@2 1.000" in text
     with pytest.raises(CommandError, match="no run named"):
         call_command("run_scores", "nope", stdout=io.StringIO())
+
+
+def test_search_every_problem_starts_one_run_that_owns_the_searches(client):
+    from searches.models import Search, Suite, SuiteProblem
+    from tests.searches import dashboard_data as d
+    from tests.searches.problem_samples import SOFTMAX
+
+    from runs.models import Run
+
+    mini = Suite.objects.create(name="L1 mini")
+    for n in (1, 2):
+        problem = d.problem(name=f"Softmax {n}", source=f"# {n}\n" + SOFTMAX, family="softmax", device="cpu")
+        SuiteProblem.objects.create(suite=mini, problem=problem, level=1, number=n)
+    client.force_login(d.user())
+    form = dict(proposer="playbook", device="cpu", rounds=2, parents_per_round=1, ideas_per_parent=1,
+                kernels_per_idea=1, bank_size=0, max_candidates=4, name="playbook r2")
+    html = client.post(reverse("run_start", args=[mini.code]), form).content.decode()
+    run = Run.objects.get()
+    assert (run.name, run.source, run.proposer, run.shape["rounds"]) == ("playbook r2", "search", "playbook", 2)
+    assert set(run.run_searches.values_list("search_id", flat=True)) == set(Search.objects.values_list("id", flat=True))
+    assert f'Run <a href="{reverse("run_detail", args=[run.code])}">playbook r2</a> started.' in html
+    assert client.post(reverse("run_start", args=[mini.code]), form).status_code == 200  # refused: name taken
+    assert Run.objects.count() == 1
