@@ -7,20 +7,22 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.plots import fast_p_curves_chart, speedup_distribution_chart
 from lib.ratelimit import limits_sandbox_work
 from searches import selectors as searches_selectors
+from searches import services as searches_services
 from searches.forms import SearchStartForm
 from searches.models import Suite
 
 from .models import Run
+from .forms import RejudgeForm
 from .selectors import BASELINES, run_scores, runs_comparison, suite_runs
-from .services import run_start_searches
+from .services import run_rejudge, run_start_searches
 
 
 def _baseline(request) -> str:
@@ -36,9 +38,36 @@ def _charts(scores: list[dict], rule: str) -> dict:
 @login_required
 @require_GET
 def suite_run_list(request, code):
-    suite = get_object_or_404(Suite, code=code)
+    return _run_list(request, get_object_or_404(Suite, code=code), RejudgeForm())
+
+
+def _run_list(request, suite: Suite, form: RejudgeForm):
     runs = [run_scores(run) for run in suite_runs(suite)]
-    return render(request, "runs/list.html", {"suite": suite, "runs": runs})
+    return render(request, "runs/list.html", {"suite": suite, "runs": runs, "form": form})
+
+
+@login_required
+@require_POST
+@limits_sandbox_work  # one request for the whole folder
+def suite_rejudge(request, code):
+    """A zipped KernelBench runs folder judged as one run (as `manage.py rejudge` does)."""
+    suite = get_object_or_404(Suite, code=code)
+    form = RejudgeForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            files = searches_services.files_from_zip(form.cleaned_data["archive"])
+            run, rows = run_rejudge(user=request.user, suite=suite, files=files, name=form.cleaned_data["name"],
+                                    allow_library=form.cleaned_data["allow_library"])
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            queued = sum(1 for row in rows if row.kernel is not None)
+            skipped = [f"{row.file}: {row.reason}" for row in rows if row.kernel is None]
+            messages.success(request, f"{queued} of {len(rows)} files queued as run “{run.name}”.")
+            for line in skipped[:20]:
+                messages.warning(request, line)
+            return redirect("run_detail", code=run.code)
+    return _run_list(request, suite, form)
 
 
 @login_required

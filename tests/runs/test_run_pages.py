@@ -81,3 +81,26 @@ def test_search_every_problem_starts_one_run_that_owns_the_searches(client):
     assert f'Run <a href="{reverse("run_detail", args=[run.code])}">playbook r2</a> started.' in html
     assert client.post(reverse("run_start", args=[mini.code]), form).status_code == 200  # refused: name taken
     assert Run.objects.count() == 1
+
+
+def test_a_zipped_runs_folder_uploaded_on_the_suite_becomes_one_run(client_in, suite):  # noqa: F811
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from runs.models import Run
+
+    from .test_runs import SOLUTION
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("model_x/level_1_problem_2_sample_1_kernel.py", SOLUTION)
+        archive.writestr("model_x/level_1_problem_9_sample_0_kernel.py", SOLUTION)
+    upload = SimpleUploadedFile("model_x.zip", buffer.getvalue(), content_type="application/zip")
+    response = client_in.post(reverse("suite_rejudge", args=[suite.code]),
+                              {"name": "model x", "archive": upload, "allow_library": "on"}, follow=True)
+    run = Run.objects.get(name="model x")
+    assert (run.allow_library, run.samples, run.entries.get().sample, run.entries.get().member.number) == (True, 2, 1, 2)
+    page = response.content.decode()
+    assert "1 of 2 files queued as run “model x”." in page and "no problem of the suite has level 1 and number 9" in page
+    assert run.entries.get().kernel.jobs.get().options == {"allow_library": True}
