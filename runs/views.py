@@ -21,13 +21,18 @@ from searches.models import Suite
 
 from .models import Run
 from .forms import RejudgeForm
-from .selectors import BASELINES, run_scores, runs_comparison, suite_runs
+from .selectors import BASELINES, MODES, run_scores, runs_comparison, suite_runs
 from .services import run_rejudge, run_start_searches
 
 
 def _baseline(request) -> str:
     asked = request.GET.get("baseline", "eager")
     return asked if asked in BASELINES else "eager"
+
+
+def _mode(request) -> str:
+    asked = request.GET.get("mode")
+    return asked if asked in MODES else MODES[0]
 
 
 def _charts(scores: list[dict], rule: str) -> dict:
@@ -100,8 +105,9 @@ def run_start(request, code):
 def run_detail(request, code):
     run = get_object_or_404(Run.objects.select_related("suite"), code=code)
     score = run_scores(run, _baseline(request))
-    return render(request, "runs/detail.html", {"score": score, "run": run, "baselines": BASELINES,
-                                                "charts": _charts([score], "best")})
+    kernelbench = run_scores(run, mode=MODES[1])  # beside it, KernelBench's rule from the same samples
+    return render(request, "runs/detail.html", {"score": score, "kernelbench": kernelbench, "run": run,
+                                                "baselines": BASELINES, "charts": _charts([score], "best")})
 
 
 @login_required
@@ -113,10 +119,10 @@ def run_compare(request):
     if len(runs) < 2 or len(runs) != len(set(codes)) or len({r.suite_id for r in runs}) != 1:
         return HttpResponseBadRequest("Choose two or more runs of one suite to compare.")
     rule = request.GET.get("rule") if request.GET.get("rule") in ("sample0", "best") else "best"
-    comparison = runs_comparison(runs, _baseline(request))
+    comparison = runs_comparison(runs, _baseline(request), _mode(request))
     return render(request, "runs/compare.html", {"comparison": comparison, "suite": runs[0].suite, "rule": rule,
-                                                 "baselines": BASELINES, "charts": _charts(comparison["scores"], rule),
-                                                 "codes": codes})
+                                                 "baselines": BASELINES, "modes": MODES, "codes": codes,
+                                                 "charts": _charts(comparison["scores"], rule)})
 
 
 def _is_uuid(text: str) -> bool:

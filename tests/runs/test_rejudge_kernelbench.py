@@ -51,6 +51,11 @@ def test_a_kernelbench_runs_folder_is_judged_as_one_run_and_exported(monkeypatch
     assert [f["value"] for f in score["rules"]["sample0"]["fast_p"]][0] == pytest.approx(2 / 3)
     assert [f["value"] for f in score["rules"]["best"]["fast_p"]][0] == 1
     assert score["pass_at_k"][0]["value"] == pytest.approx((0.5 + 0.5 + 1) / 3)
+    # KernelBench's rule from the same stored verdicts: the wrong SiLU's error is past atol (undecided
+    # without |reference|), the partial replacement never ran without library calls (undecided).
+    kb = run_scores(run, mode="KernelBench")
+    assert (kb["rules"]["sample0"]["correct"], kb["rules"]["best"]["correct"], kb["flags"]["undecided"]) == (2, 3, 2)
+    assert all(v > 0 for v in kb["rules"]["best"]["speedups"]) and len(kb["rules"]["best"]["speedups"]) == 3
 
     call_command("export_run", "model_x", str(folder.parent / "export"), stdout=io.StringIO())
     got = kernelbench.analyze_greedy_eval(

@@ -32,6 +32,7 @@ def test_the_run_page_names_mode_rule_and_baseline_on_every_number(client_in, su
     assert 'title="fast_1, KernelLab, sample 0, vs eager">0.333<' in page
     assert "pass@1 0.667" in page and "pass@2 1.000" in page
     assert page.count('class="run-line"') == 1
+    assert "KernelBench · sample 0" in page and "the stored verdicts cannot decide" in page
 
 
 def test_two_runs_compare_side_by_side_with_curves_and_spread(client_in, suite):  # noqa: F811

@@ -159,3 +159,21 @@ def test_old_sweeps_and_suite_searches_become_runs(suite):
     run = Run.objects.get(suite=suite, source="migrated")
     assert (run.name, run.samples) == ("Sweep (migrated)", 2)
     assert sorted(run.entries.values_list("sample", flat=True)) == [0, 1]
+
+
+@pytest.mark.parametrize("status, code, errors, library, expected", [
+    ("correct", "", [1e-6], False, (True, 2.0, "")),
+    ("incorrect", "", [5e-3], False, (True, 2.0, "")),  # within KernelBench's atol: allclose passes
+    ("incorrect", "", [0.5], False, (False, None, "undecided")),  # rtol * |reference| is not stored
+    ("rejected", "partial_replacement", [], False, (False, None, "undecided")),  # never ran
+    ("rejected", "partial_replacement", [], True, (False, None, "")),
+    ("compile_error", "", [], False, (False, None, "")),
+])
+def test_kernelbench_rule_reads_the_stored_verdict(status, code, errors, library, expected):
+    from runs import kernelbench_mode
+
+    kernel = Kernel(status=status, reason_code=code)
+    result = {"correctness": {"per_distribution": [{"name": "get_inputs", "max_abs_err": e} for e in errors]
+                              + [{"name": "offset", "max_abs_err": 9.0}]},
+              "timing": {"mean_ms": 1.5, "median_ms": 1.0}, "paired": {"eager_ms": 3.0}}
+    assert kernelbench_mode.verdict(kernel, result, library) == expected

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs import scoring
 from runs.lookup import run_named
-from runs.selectors import BASELINES, runs_comparison
+from runs.selectors import BASELINES, MODES, runs_comparison
 
 
 def _num(value, fmt="{:.3f}") -> str:
@@ -22,14 +22,16 @@ class Command(BaseCommand):
         parser.add_argument("runs", nargs="+", help="run names or codes")
         parser.add_argument("--suite", default="")
         parser.add_argument("--baseline", default="eager", choices=BASELINES)
+        parser.add_argument("--mode", default=MODES[0], choices=MODES,
+                            help="the correctness and timing rule (KernelBench: from the stored verdicts, eager only)")
 
-    def handle(self, *args, runs, suite, baseline, **options):
+    def handle(self, *args, runs, suite, baseline, mode, **options):
         found = [run_named(text, suite) for text in runs]
         if len({run.suite_id for run in found}) > 1:
             raise CommandError("the runs are on different suites: compare runs of one suite")
-        comparison = runs_comparison(found, baseline)
+        comparison = runs_comparison(found, baseline, mode)
         out = self.stdout
-        out.write(f"Suite “{found[0].suite.name}”, mode {comparison['mode']}, speedup vs {baseline}")
+        out.write(f"Suite “{found[0].suite.name}”, mode {comparison['mode']}, speedup vs {comparison['baseline']}")
         for score in comparison["scores"]:
             out.write(f"\n{score['run'].name}: {score['problems']} problems, {score['samples']} sample(s) each at most"
                       + (f", {score['pending']} kernels not judged yet" if score["pending"] else ""))
@@ -39,6 +41,7 @@ class Command(BaseCommand):
                 cells = " ".join(f"{_num(f['value']):>8}" for f in rule["fast_p"])
                 out.write(f"  {rule['rule']:<11} {cells}  {_num(rule['geomean'], '{:.3f}x')}")
             out.write("  " + ", ".join(f"pass@{row['k']} {row['value']:.3f}" for row in score["pass_at_k"]))
+            out.write("  flagged: " + ", ".join(f"{key.replace('_', ' ')} {n}" for key, n in score["flags"].items()))
         out.write("\nper problem (sample 0 / best of N speedup; — not correct): "
                   + " | ".join(score["run"].name for score in comparison["scores"]))
         for line in comparison["problems"]:
