@@ -33,7 +33,7 @@ def _sample(sample: int, kernels, baseline: str) -> dict:
     speedups = [v for v in speedups if v is not None]
     best = max(trusted, key=lambda k: getattr(k, f"speedup_vs_{baseline}") or 0, default=None)
     return {"sample": sample, "correct": bool(trusted), "speedup": max(speedups) if speedups else None,
-            "kernel": best or (kernels[0] if kernels else None),
+            "kernel": best or (kernels[0] if kernels else None), "runtime_ms": best.median_ms if best else None,
             "pending": any(k.status in _UNFINISHED for k in kernels)}
 
 
@@ -41,7 +41,8 @@ def _kernelbench_sample(sample: int, kernels, results: dict, allow_library: bool
     judged = [(k, *kernelbench_mode.verdict(k, results.get(k.pk), allow_library)) for k in kernels]
     correct = [(k, speedup) for k, ok, speedup, _ in judged if ok]
     best = max(correct, key=lambda item: item[1] or 0, default=(kernels[0] if kernels else None, None))
-    return {"sample": sample, "correct": bool(correct), "speedup": best[1], "kernel": best[0],
+    mean = ((results.get(best[0].pk) or {}).get("timing") or {}).get("mean_ms") if correct else None
+    return {"sample": sample, "correct": bool(correct), "speedup": best[1], "kernel": best[0], "runtime_ms": mean,
             "pending": any(k.status in _UNFINISHED for k in kernels),
             "undecided": not correct and any(flag == "undecided" for *_, flag in judged)}
 

@@ -65,3 +65,14 @@ def test_a_kernelbench_runs_folder_is_judged_as_one_run_and_exported(monkeypatch
     page = {f"{f['p']}": f["value"] for f in score["rules"]["sample0"]["fast_p"]}
     assert got["fast_p"] == pytest.approx({str(p): page[str(p)] for p in scoring.THRESHOLDS})
     assert got["correct_count"] == 2
+
+    # The KernelBench mode's export agrees with the page's KernelBench numbers the same way.
+    call_command("export_run", "model_x", str(folder.parent / "export_kb"), "--mode", "KernelBench",
+                 stdout=io.StringIO())
+    got = kernelbench.analyze_greedy_eval(
+        {1: {n: name for n, (name, _) in FILES.items()}}, run_name="export_kb", hardware="-", baseline="-", level=1,
+        eval_results_dir=str(folder.parent), baseline_file=str(folder.parent / "export_kb" /
+                                                                "baseline_time_kernellab_eager.json"))
+    page = {f"{f['p']}": f["value"] for f in kb["rules"]["sample0"]["fast_p"]}
+    assert got["fast_p"] == pytest.approx({str(p): page[str(p)] for p in scoring.THRESHOLDS})
+    assert got["geo_mean_speedup"] == pytest.approx(kb["rules"]["sample0"]["geomean"])

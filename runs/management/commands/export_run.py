@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 
 from runs.export import export_run
 from runs.lookup import run_named
+from runs.selectors import MODES
 
 
 class Command(BaseCommand):
@@ -18,9 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("run", help="the run's name or code")
         parser.add_argument("out_dir")
         parser.add_argument("--suite", default="", help="the suite's name, when several runs share the name")
+        parser.add_argument("--mode", default=MODES[0], choices=MODES, help="the correctness and timing rule")
 
-    def handle(self, *args, run, out_dir, suite, **options):
-        report = export_run(run_named(run, suite), out_dir)
+    def handle(self, *args, run, out_dir, suite, mode, **options):
+        report = export_run(run_named(run, suite), out_dir, mode)
         for name, why in sorted(report["notes"].items()):
             self.stdout.write(self.style.WARNING(f"{name}: not buildable by KernelBench's eval: {why}"))
         self.stdout.write(f"{report['files']} kernel files written to {', '.join(report['folders'])}; "
