@@ -229,8 +229,9 @@ def idea_outcomes_chart(rows: list[dict], *, width: int = 520, label_width: int 
     return "".join(parts)
 
 
-# Runs are told apart by a fixed palette (an index, never user text, reaches the markup).
-_RUN_COLOURS = ("#2f6fde", "#1a9e5f", "#d9822b", "#9b4dca", "#c23c3c", "#5b6b82")
+# Runs are told apart by six colour classes (static/css/app.css: a style attribute would break
+# the content security policy); only the run's index reaches the markup.
+_RUN_CLASSES = 6
 
 
 def fast_p_curves_chart(series: list[list[tuple[float, float | None]]], *, width: int = 520, height: int = 220) -> str:
@@ -262,10 +263,9 @@ def fast_p_curves_chart(series: list[list[tuple[float, float | None]]], *, width
         # fast_p only drops where p passes a speedup: drawn as steps, not slopes between samples.
         steps = [known[0]] + [pt for (_, before), (p, v) in zip(known, known[1:]) for pt in ((p, before), (p, v))]
         coords = " ".join(f"{x(p):.1f},{y(v):.1f}" for p, v in steps)
-        parts.append(f'<polyline class="run-line" data-run="{i}" style="stroke:{_RUN_COLOURS[i % 6]}" '
-                     f'points="{coords}"/>'
-                     f'<text x="{width - right}" y="{top + 12 + 14 * i}" text-anchor="end" '
-                     f'style="fill:{_RUN_COLOURS[i % 6]}">run {i + 1}</text>')
+        parts.append(f'<polyline class="run-line run-{i % _RUN_CLASSES}" data-run="{i}" points="{coords}"/>'
+                     f'<text class="run-{i % _RUN_CLASSES}" x="{width - right}" y="{top + 12 + 14 * i}" '
+                     f'text-anchor="end">run {i + 1}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -292,14 +292,14 @@ def speedup_distribution_chart(series: list[list[float]], *, width: int = 520, r
                          f'<text x="{x(tick):.1f}" y="{height - 8}" text-anchor="middle">{tick:g}×</text>')
     for i, run in enumerate(series):
         cy = top + row * i + row / 2
-        colour = _RUN_COLOURS[i % 6]
-        parts.append(f'<text x="{left - 6}" y="{cy + 4:.1f}" text-anchor="end" style="fill:{colour}">run {i + 1}</text>')
-        parts.extend(f'<circle class="kernel-dot" cx="{x(v):.1f}" cy="{cy:.1f}" r="4" style="fill:{colour}"/>'
+        colour = f"run-{i % _RUN_CLASSES}"
+        parts.append(f'<text class="{colour}" x="{left - 6}" y="{cy + 4:.1f}" text-anchor="end">run {i + 1}</text>')
+        parts.extend(f'<circle class="kernel-dot {colour}" cx="{x(v):.1f}" cy="{cy:.1f}" r="4"/>'
                      for v in run if v and v > 0)
         ordered = sorted(v for v in run if v and v > 0)
         if ordered:
             mid = x(_quantile(ordered, 0.5))
-            parts.append(f'<line x1="{mid:.1f}" x2="{mid:.1f}" y1="{cy - 9:.1f}" y2="{cy + 9:.1f}" '
-                         f'style="stroke:{colour};stroke-width:3"/>')
+            parts.append(f'<line class="run-median {colour}" x1="{mid:.1f}" x2="{mid:.1f}" y1="{cy - 9:.1f}" '
+                         f'y2="{cy + 9:.1f}"/>')
     parts.append("</svg>")
     return "".join(parts)

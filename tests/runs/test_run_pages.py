@@ -31,7 +31,7 @@ def test_the_run_page_names_mode_rule_and_baseline_on_every_number(client_in, su
     assert "KernelLab · sample 0" in page and "KernelLab · best of N" in page and "speedup vs eager" in page
     assert 'title="fast_1, KernelLab, sample 0, vs eager">0.333<' in page
     assert "pass@1 0.667" in page and "pass@2 1.000" in page
-    assert page.count('class="run-line"') == 1
+    assert page.count('class="run-line ') == 1
     assert "KernelBench · sample 0" in page and "the stored verdicts cannot decide" in page
 
 
@@ -41,9 +41,9 @@ def test_two_runs_compare_side_by_side_with_curves_and_spread(client_in, suite):
     url = reverse("run_compare") + f"?runs={a.code}&runs={b.code}"
     page = client_in.get(url).content.decode()
     curves = re.search(r'<div class="run-curves">(.*?)</div>', page, re.S).group(1)
-    assert curves.count('class="run-line"') == 2
+    assert curves.count('class="run-line ') == 2
     spread = re.search(r'<div class="run-spread">(.*?)</div>', page, re.S).group(1)
-    assert spread.count('class="kernel-dot"') == 3 + 3  # each run's best-of-N speedup per correct problem
+    assert spread.count('class="kernel-dot ') == 3 + 3  # each run's best-of-N speedup per correct problem
     assert "run 1: A" in page and "run 2: B" in page
     assert client_in.get(reverse("run_compare") + f"?runs={a.code}").status_code == 400
 
