@@ -22,8 +22,9 @@ def suite_runs(suite: Suite):
 def run_entries(run: Run) -> list[tuple[int, int, Kernel]]:
     """(member id, sample, kernel) for every kernel the run owns, directly or through its searches."""
     entries = [(e.member_id, e.sample, e.kernel) for e in RunKernel.objects.filter(run=run).select_related("kernel")]
-    for rs in RunSearch.objects.filter(run=run):
-        entries += [(rs.member_id, rs.sample, k) for k in Kernel.objects.filter(search_id=rs.search_id)]
+    searches = {rs.search_id: rs for rs in RunSearch.objects.filter(run=run)}
+    for kernel in Kernel.objects.filter(search_id__in=list(searches)).order_by("id"):
+        entries.append((searches[kernel.search_id].member_id, searches[kernel.search_id].sample, kernel))
     return entries
 
 

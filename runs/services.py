@@ -8,6 +8,10 @@ from searches.models import Suite
 
 from .models import Run, RunKernel, RunSearch
 
+# The search configuration's shape and budgets, as a run states them.
+_SHAPE = ("rounds", "parents_per_round", "ideas_per_parent", "kernels_per_idea", "max_candidates", "max_tokens",
+          "max_cost_usd")
+
 
 def _new_run(*, suite: Suite, name: str, user, **config) -> Run:
     name = (name or "").strip()[:200]
@@ -46,7 +50,3 @@ def run_start_searches(*, user, suite: Suite, name: str, **search_fields):
     RunSearch.objects.bulk_create([RunSearch(run=run, member=row.member, search=row.search, sample=0)
                                    for row in rows if row.search is not None])
     return run, rows
-
-
-_SHAPE = ("rounds", "parents_per_round", "ideas_per_parent", "kernels_per_idea", "max_candidates", "max_tokens",
-          "max_cost_usd")

@@ -177,3 +177,21 @@ def test_kernelbench_rule_reads_the_stored_verdict(status, code, errors, library
                               + [{"name": "offset", "max_abs_err": 9.0}]},
               "timing": {"mean_ms": 1.5, "median_ms": 1.0}, "paired": {"eager_ms": 3.0}}
     assert kernelbench_mode.verdict(kernel, result, library) == expected
+
+
+def test_searches_started_over_a_suite_become_one_run_per_name(suite):
+    from tests.searches import dashboard_data as d
+
+    member = suite.members.get(number=1)
+    for name in ("sweep one", "sweep one", "other"):
+        search = d.search(problem=member.problem, name=f"{name}: {member.problem.name}")
+    judge(Kernel.objects.create(problem=member.problem, search=search, source=SOLUTION), "correct", 1.7, 1.0)
+    migration = importlib.import_module("runs.migrations.0002_sweeps_become_runs")
+    migration.forwards(apps, None)
+    runs = {run.name: run for run in Run.objects.filter(suite=suite)}
+    assert set(runs) == {"sweep one (migrated)", "other (migrated)"}
+    assert sorted(runs["sweep one (migrated)"].run_searches.values_list("sample", flat=True)) == [0, 1]
+    assert runs["sweep one (migrated)"].samples == 2
+    # A search run's kernels count as their search's sample, in that run only.
+    assert fast(run_scores(runs["other (migrated)"]), "best")["fast_1.5"] == 1 / 3
+    assert fast(run_scores(runs["sweep one (migrated)"]), "best")["fast_0"] == 0
