@@ -1,7 +1,8 @@
 """Reads on runs: a run's kernels by (problem, sample) and its scores, from its own kernels only.
 
-A sample is correct when one of its kernels is correct and not quarantined (KernelLab's rule: a
-quarantined result is never a win); its speedup is the best of those kernels' against the baseline.
+Under KernelLab's rule a sample is correct when one of its kernels is correct and not quarantined (a
+quarantined result is never a win), and its speedup is the best of those kernels' against the
+baseline; under KernelBench's, each kernel's stored verdict is read by runs/kernelbench_mode.py.
 """
 
 from searches.models import BenchmarkRun, Kernel, Suite, Verdict
@@ -10,7 +11,7 @@ from . import kernelbench_mode, scoring
 from .models import Run, RunKernel, RunSearch
 
 BASELINES = ("eager", "compile")
-MODE = "KernelLab"  # the correctness and timing rule that made every number here
+MODE = "KernelLab"  # the default correctness and timing rule; every number names the one that made it
 MODES = (MODE, kernelbench_mode.MODE)
 _UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 

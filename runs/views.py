@@ -1,5 +1,5 @@
 """Run pages: a suite's runs, one run's scores, and two or more runs of one suite side by side.
-Every number is labelled with the mode (KernelLab), the rule (sample 0, best of N) and the baseline."""
+Every number is labelled with the mode (KernelLab or KernelBench), the rule (sample 0, best of N) and the baseline."""
 
 import uuid
 
@@ -19,8 +19,8 @@ from searches import services as searches_services
 from searches.forms import SearchStartForm
 from searches.models import Suite
 
-from .models import Run
 from .forms import RejudgeForm
+from .models import Run
 from .selectors import BASELINES, MODES, run_scores, runs_comparison, suite_runs
 from .services import run_rejudge, run_start_searches
 
