@@ -18,7 +18,7 @@ from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search
 from .permissions import may_approve, require_steer
 from .scheduling import Priority
 
-RERUN_TOLERANCE = 0.10  # a rerun "reproduces" when its median is within 10% of the original
+RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces when its median is within 10%
 
 
 @transaction.atomic
@@ -142,7 +142,9 @@ def _only_noise_held_it_back(kernel: Kernel, rerun: BenchmarkRun) -> bool:
 
 def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
     """A rerun reproduces the kernel when, with a different seed on the same GPU model, it is
-    correct again and its median is within 10% of the recorded one."""
+    correct again and its speedup agrees: on the CPU its paired speedup lies within the original's
+    95% interval (a median can hold still while the paired speedup moves 3x); elsewhere its median
+    is within 10% of the recorded one."""
     original = kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).exclude(pk=rerun.pk).order_by("-id").first()
     if rerun.status != Verdict.CORRECT or kernel.status != Verdict.CORRECT or not kernel.median_ms:
         return False
@@ -150,6 +152,10 @@ def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
         return False
     if kernel.device_name and rerun.device_name != kernel.device_name:
         return False
+    interval = ((original.result or {}).get("paired") or {}).get("speedup_ci95") if original else None
+    speedup = ((rerun.result or {}).get("paired") or {}).get("speedup")
+    if interval and speedup is not None:
+        return interval[0] <= speedup <= interval[1]
     return abs(rerun.median_ms - kernel.median_ms) <= RERUN_TOLERANCE * kernel.median_ms
 
 
@@ -204,7 +210,9 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             raise ValidationError("Only a correct kernel can be approved.")
         if not kernel.verified:
             raise ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
-                                   "a rerun with a new seed in a fresh process reproduced its time within 10%.")
+                                  "a rerun with a new seed in a fresh process reproduced its speedup (on the CPU its "
+                                  "paired speedup within the first run's 95% interval, elsewhere its median within "
+                                  "10%).")
         if not may_approve(kernel, user):
             raise PermissionDenied("A second person approves a quarantined kernel: ask a teammate or an administrator "
                                    "(you started its search or wrote it).")

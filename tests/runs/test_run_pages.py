@@ -101,7 +101,9 @@ def test_a_zipped_runs_folder_uploaded_on_the_suite_becomes_one_run(client_in, s
     response = client_in.post(reverse("suite_rejudge", args=[suite.code]),
                               {"name": "model x", "archive": upload, "allow_library": "on"}, follow=True)
     run = Run.objects.get(name="model x")
-    assert (run.allow_library, run.samples, run.entries.get().sample, run.entries.get().member.number) == (True, 2, 1, 2)
+    entry = run.entries.get()
+    assert (run.allow_library, run.samples, entry.sample, entry.member.number) == (True, 2, 1, 2)
     page = response.content.decode()
-    assert "1 of 2 files queued as run “model x”." in page and "no problem of the suite has level 1 and number 9" in page
+    assert "1 of 2 files queued as run “model x”." in page
+    assert "no problem of the suite has level 1 and number 9" in page
     assert run.entries.get().kernel.jobs.get().options == {"allow_library": True}

@@ -56,6 +56,7 @@ class Command(BaseCommand):
                                     allow_library=allow_library, progress=progress)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
-        counts = {outcome: sum(1 for r in rows if r.outcome == outcome) for outcome in ("queued", "unmatched", "refused")}
+        counts = {outcome: sum(1 for r in rows if r.outcome == outcome)
+                  for outcome in ("queued", "unmatched", "refused")}
         self.stdout.write(f"Run “{run.name}” ({run.code}) on “{target.name}”: {counts['queued']} queued, "
                           f"{counts['unmatched']} unmatched, {counts['refused']} refused, of {len(rows)} files.")
