@@ -107,3 +107,25 @@ def test_a_zipped_runs_folder_uploaded_on_the_suite_becomes_one_run(client_in, s
     assert "1 of 2 files queued as run “model x”." in page
     assert "no problem of the suite has level 1 and number 9" in page
     assert run.entries.get().kernel.jobs.get().options == {"allow_library": True}
+
+
+def test_start_run_starts_a_configuration_on_a_suite_from_the_command_line():
+    from searches.models import Suite, SuiteProblem
+    from tests.searches import dashboard_data as d
+    from tests.searches.problem_samples import SOFTMAX
+
+    from runs.models import Run
+
+    mini = Suite.objects.create(name="L1 mini")
+    for n in (1, 2):
+        problem = d.problem(name=f"Softmax {n}", source=f"# {n}\n" + SOFTMAX, family="softmax", device="cpu")
+        SuiteProblem.objects.create(suite=mini, problem=problem, level=1, number=n)
+    out = io.StringIO()
+    call_command("start_run", "proposer=playbook", "rounds=2", "max_candidates=4", "--suite", "L1 mini",
+                 "--name", "playbook R2", stdout=out)
+    run = Run.objects.get()
+    assert "searches started" in out.getvalue() and "2 searches started, 0 refused" in out.getvalue()
+    assert (run.proposer, run.shape["rounds"], run.shape["max_candidates"], run.run_searches.count()) == (
+        "playbook", 2, 4, 2)
+    with pytest.raises(CommandError, match="rounds"):
+        call_command("start_run", "rounds=0", "--suite", "L1 mini", "--name", "x", stdout=io.StringIO())
