@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django_q",
     "searches",
     "evaluation",
+    "runs",
 ]
 
 MIDDLEWARE = [

@@ -10,4 +10,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("searches.urls")),
     path("", include("evaluation.urls")),
+    path("", include("runs.urls")),
 ]

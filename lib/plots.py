@@ -227,3 +227,79 @@ def idea_outcomes_chart(rows: list[dict], *, width: int = 520, label_width: int 
             parts.append(f'<text class="best-speedup" x="{x0 + 4:.1f}" y="{y0 + bar - 3}">{row["best"]:.2f}×</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+# Runs are told apart by six colour classes (static/css/app.css: a style attribute would break
+# the content security policy); only the run's index reaches the markup.
+_RUN_CLASSES = 6
+
+
+def fast_p_curves_chart(series: list[list[tuple[float, float | None]]], *, width: int = 520, height: int = 220) -> str:
+    """One line per run: the share of problems correct and faster than p, for p on the x axis
+    (KernelBench's fast_p as a curve). `series[i]` is run i's [(p, share)]."""
+    points = [(p, v) for curve in series for p, v in curve if v is not None]
+    if not points:
+        return ""
+    left, right, top, bottom = 44, 12, 12, 30
+    x_max = max(p for p, _ in points) or 1
+
+    def x(p):
+        return left + (width - left - right) * p / x_max
+
+    def y(v):
+        return top + (height - top - bottom) * (1 - v)
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+             f'aria-label="fast_p against p, one line per run">']
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.0%}</text>')
+    for p in range(int(x_max) + 1):
+        parts.append(f'<text x="{x(p):.1f}" y="{height - 14}" text-anchor="middle">{p}</text>')
+    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 2}" text-anchor="middle">p</text>')
+    parts.append(f'<line x1="{x(1):.1f}" x2="{x(1):.1f}" y1="{top}" y2="{height - bottom}" class="parity"/>')
+    for i, curve in enumerate(series):
+        known = [(p, v) for p, v in curve if v is not None]
+        # fast_p only drops where p passes a speedup: drawn as steps, not slopes between samples.
+        steps = [known[0]] + [pt for (_, before), (p, v) in zip(known, known[1:]) for pt in ((p, before), (p, v))]
+        coords = " ".join(f"{x(p):.1f},{y(v):.1f}" for p, v in steps)
+        parts.append(f'<polyline class="run-line run-{i % _RUN_CLASSES}" data-run="{i}" points="{coords}"/>'
+                     f'<text class="run-{i % _RUN_CLASSES}" x="{width - right}" y="{top + 12 + 14 * i}" '
+                     f'text-anchor="end">run {i + 1}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def speedup_distribution_chart(series: list[list[float]], *, width: int = 520, row: int = 28) -> str:
+    """Each run's per-problem speedups as dots on a log axis, one row per run, with the median
+    marked: how the speedups spread, which fast_p at a few thresholds hides."""
+    values = [v for run in series for v in run if v and v > 0]
+    if not values:
+        return ""
+    left, right, top = 60, 12, 10
+    height = top + row * len(series) + 26
+    low, high = math.log10(min(min(values), 0.5)), math.log10(max(max(values), 2))
+
+    def x(v):
+        return left + (width - left - right) * (math.log10(v) - low) / (high - low)
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+             f'aria-label="Per-problem speedups, one row per run">']
+    for tick in (0.1, 0.25, 0.5, 1, 2, 4, 10, 100):
+        if low <= math.log10(tick) <= high:
+            parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top}" y2="{height - 22}" '
+                         f'class="{"parity" if tick == 1 else "grid"}"/>'
+                         f'<text x="{x(tick):.1f}" y="{height - 8}" text-anchor="middle">{tick:g}×</text>')
+    for i, run in enumerate(series):
+        cy = top + row * i + row / 2
+        colour = f"run-{i % _RUN_CLASSES}"
+        parts.append(f'<text class="{colour}" x="{left - 6}" y="{cy + 4:.1f}" text-anchor="end">run {i + 1}</text>')
+        parts.extend(f'<circle class="kernel-dot {colour}" cx="{x(v):.1f}" cy="{cy:.1f}" r="4"/>'
+                     for v in run if v and v > 0)
+        ordered = sorted(v for v in run if v and v > 0)
+        if ordered:
+            mid = x(_quantile(ordered, 0.5))
+            parts.append(f'<line class="run-median {colour}" x1="{mid:.1f}" x2="{mid:.1f}" y1="{cy - 9:.1f}" '
+                         f'y2="{cy + 9:.1f}"/>')
+    parts.append("</svg>")
+    return "".join(parts)

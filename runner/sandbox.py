@@ -47,6 +47,8 @@ PASS_THROUGH = (
     "NVIDIA_DRIVER_CAPABILITIES",
     # keep NVLink multicast off wherever it is off (it can take a shared host's GPUs down)
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+    # models already on disk for KernelBench level 4, read offline (searches/hub_models.py)
+    "HF_HUB_CACHE", "HF_HUB_OFFLINE",
 )
 
 class SandboxOutcome:

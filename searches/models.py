@@ -309,7 +309,7 @@ class Kernel(models.Model):
     speedup_vs_compile = models.FloatField(null=True, blank=True)
     precision = models.CharField(max_length=32, blank=True)
     device_name = models.CharField(max_length=200, blank=True, db_index=True)
-    verified = models.BooleanField(default=False)  # a fresh rerun reproduced it within 10%
+    verified = models.BooleanField(default=False)  # a fresh rerun reproduced its speedup (kernel services)
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="approved_kernels")
     approved_at = models.DateTimeField(null=True, blank=True)

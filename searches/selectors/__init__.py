@@ -67,6 +67,7 @@ from .suites import (  # noqa: F401
     rows_score,
     suite_list,
     suite_members,
+    suite_device,
     suite_search_counts,
     suite_progress,
     suite_scores,

@@ -47,6 +47,12 @@ def suite_members(suite: Suite):
     return members
 
 
+def suite_device(suite: Suite) -> str:
+    """The device most of the suite's problems are stored for (KernelBench's: cuda)."""
+    devices = [m.problem.device for m in suite.members.select_related("problem")]
+    return max(set(devices), key=devices.count) if devices else "cpu"
+
+
 def suite_search_counts(suite: Suite) -> dict:
     """How many searches run on the suite's problems, and how many of them are still active."""
     searches = Search.objects.filter(problem__suite_memberships__suite=suite)

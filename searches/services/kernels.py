@@ -18,12 +18,13 @@ from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search
 from .permissions import may_approve, require_steer
 from .scheduling import Priority
 
-RERUN_TOLERANCE = 0.10  # a rerun "reproduces" when its median is within 10% of the original
+RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces when its median is within 10%
 
 
 @transaction.atomic
 def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
-                  parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE) -> Kernel:
+                  parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE,
+                  allow_library: bool = False) -> Kernel:
     """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node.
     Its job counts against the person's cap (OverQuota over it: nothing is saved); a sweep passes BULK."""
     source = source or ""
@@ -52,7 +53,9 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
         source=source, origin=Kernel.Origin.USER, author=user,
     )
     purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
-    options = {"allow_library": search.allow_library} if search is not None else {}
+    # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
+    library = search.allow_library if search is not None else allow_library
+    options = {"allow_library": library} if library or search is not None else {}
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
@@ -139,7 +142,9 @@ def _only_noise_held_it_back(kernel: Kernel, rerun: BenchmarkRun) -> bool:
 
 def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
     """A rerun reproduces the kernel when, with a different seed on the same GPU model, it is
-    correct again and its median is within 10% of the recorded one."""
+    correct again and its speedup agrees: on the CPU its paired speedup lies within the original's
+    95% interval (a median can hold still while the paired speedup moves 3x); elsewhere its median
+    is within 10% of the recorded one."""
     original = kernel.runs.exclude(purpose=EvaluationJob.Purpose.RERUN).exclude(pk=rerun.pk).order_by("-id").first()
     if rerun.status != Verdict.CORRECT or kernel.status != Verdict.CORRECT or not kernel.median_ms:
         return False
@@ -147,6 +152,10 @@ def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
         return False
     if kernel.device_name and rerun.device_name != kernel.device_name:
         return False
+    interval = ((original.result or {}).get("paired") or {}).get("speedup_ci95") if original else None
+    speedup = ((rerun.result or {}).get("paired") or {}).get("speedup")
+    if interval and speedup is not None:
+        return interval[0] <= speedup <= interval[1]
     return abs(rerun.median_ms - kernel.median_ms) <= RERUN_TOLERANCE * kernel.median_ms
 
 
@@ -202,7 +211,9 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             raise ValidationError("Only a correct kernel can be approved.")
         if not kernel.verified:
             raise ValidationError("Request a verified rerun first: a quarantined kernel can be approved only after "
-                                   "a rerun with a new seed in a fresh process reproduced its time within 10%.")
+                                  "a rerun with a new seed in a fresh process reproduced its speedup (on the CPU its "
+                                  "paired speedup within the first run's 95% interval, elsewhere its median within "
+                                  "10%).")
         if not may_approve(kernel, user):
             raise PermissionDenied("A second person approves a quarantined kernel: ask a teammate or an administrator "
                                    "(you started its search or wrote it).")

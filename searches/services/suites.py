@@ -28,6 +28,7 @@ from django.db import transaction
 from evaluation import queue
 from lib.ratelimit import OverQuota
 from searches.models import Device, EvaluationJob, Problem, Search, Suite, SuiteProblem
+from searches.hub_models import hub_refusal
 from searches.problem_checks import human_size, model_docstring, size_error
 from searches.problem_memory import input_bytes
 
@@ -58,6 +59,8 @@ class ImportRow:
     number: int | None = None
     missing_modules: list[str] = field(default_factory=list)
     input_bytes: int | None = None  # one set of inputs, read from the source (searches.problem_memory)
+    sample: int = 0  # a solution's sample id (KernelBench's runs layout), 0 when the name has none
+    kernel: object = None  # the kernel a solution became
 
 
 @dataclass
@@ -133,11 +136,13 @@ def files_from_folder(root) -> list[tuple[str, bytes]]:
     """Every `.py` file under `root`, recursively, as (path relative to root, bytes); checked
     against the import's bounds before any is read."""
     root = Path(root)
+    # A level folder given itself (KernelBench/level1) keeps its level: its name leads every path.
+    prefix = f"{root.resolve().name}/" if _LEVEL_DIR.match(root.resolve().name) else ""
     found = [path for path in root.rglob("*.py") if path.is_file() and path.name != "__init__.py"]
     too_much = import_size_error(len(found), sum(path.stat().st_size for path in found))
     if too_much:
         raise too_much
-    named = [(path.relative_to(root).as_posix(), path) for path in found]
+    named = [(prefix + path.relative_to(root).as_posix(), path) for path in found]
     return [(name, path.read_bytes()) for name, path in sorted(named, key=lambda item: _sort_key(item[0]))]
 
 
@@ -258,9 +263,11 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
         try:
             source = _decode(name, raw)
             digest = source_sha256(source)
+            if refusal := hub_refusal(source):
+                raise refusal
             if digest in by_hash:
                 row.outcome, row.problem = DUPLICATE, Problem.objects.get(pk=by_hash[digest])
-                row.reason = f"same source as “{row.problem.name}”"
+                row.reason = _duplicate_reason(row.problem, device)
             else:
                 row.problem = _create(user=user, source=source, title=title, level=level, number=number,
                                       name=name, device=device)
@@ -286,6 +293,15 @@ def suite_import(*, user, suite_name: str, files, device: str = Device.CUDA, val
         report.notices.append(f"{held} new problem{'s were' if held != 1 else ' was'} stored without validation: "
                               + _cap_note(user))
     return report
+
+
+def _duplicate_reason(problem: Problem, device: str) -> str:
+    """A duplicate is the stored problem itself: its device stays what it was."""
+    reason = f"same source as “{problem.name}”"
+    if problem.device != device:
+        reason += (f"; kept on {problem.device}, as stored: the device asked for ({device}) applies to new problems "
+                   "only (edit the problem to change its device)")
+    return reason
 
 
 def _cap_reached(user) -> str:
@@ -359,9 +375,17 @@ def suite_request_validation(*, suite: Suite, user) -> ValidationRequest:
 QUEUED, UNMATCHED = "queued", "unmatched"
 
 
-def solution_position(path: str) -> tuple[int | None, int | None]:
-    """(level, number) of a solution file: KernelBench's run layout puts it in a folder named
-    for the problem (`level1/19_ReLU/kernel.py`), or it is one `N_....py` per problem."""
+_KERNELBENCH_RUN_FILE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+
+
+def solution_position(path: str) -> tuple[int | None, int | None, int]:
+    """(level, number, sample) of a solution file: KernelBench's runs folder names it
+    `level_1_problem_19_sample_0_kernel.py`; older layouts put it in a folder named for the problem
+    (`level1/19_ReLU/kernel.py`) or name it `N_....py`, one sample (0) per problem."""
+    match = _KERNELBENCH_RUN_FILE.match(PurePosixPath(path.replace("\\", "/")).name)
+    if match:
+        level, number, sample = (int(g) for g in match.groups())
+        return level, number, sample
     level, number, _ = kernelbench_position(path)
     if number is None:
         parts = PurePosixPath(path.replace("\\", "/")).parts
@@ -370,15 +394,15 @@ def solution_position(path: str) -> tuple[int | None, int | None]:
             if match:
                 number = int(match.group(1))
                 break
-    return level, number
+    return level, number, 0
 
 
 @transaction.atomic
-def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
+def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool = False) -> list[ImportRow]:
     """Submit each solution file as a kernel of the suite problem with its level and number,
     queued for the evaluators in the bulk class, as many as the person's cap has room for (the
     rest refused, saying so). A suite whose problems carry no level (one flat folder) matches on
-    the number alone."""
+    the number alone. `allow_library` judges them with library calls allowed, as KernelBench does."""
     members = list(suite.members.select_related("problem"))
     by_position = {(m.level, m.number): m for m in members if m.number is not None}
     by_number = {}
@@ -389,8 +413,8 @@ def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
     rows = []
     room = job_room(user)
     for done, (name, raw) in enumerate(files, start=1):
-        level, number = solution_position(name)
-        row = ImportRow(file=name, outcome=UNMATCHED, level=level, number=number)
+        level, number, sample = solution_position(name)
+        row = ImportRow(file=name, outcome=UNMATCHED, level=level, number=number, sample=sample)
         member = by_position.get((level, number))
         if member is None and number is not None and len(by_number.get(number, [])) == 1:
             member = by_number[number][0] if level is None else None
@@ -405,8 +429,9 @@ def suite_sweep(*, user, suite: Suite, files, progress=None) -> list[ImportRow]:
                 with transaction.atomic():
                     source = _decode(name, raw)
                     kernel = kernel_submit(user=user, problem=member.problem, source=source,
-                                           name=f"{suite.name}: {name}", priority=Priority.BULK)
-                row.outcome, row.reason = QUEUED, str(kernel.code)
+                                           name=f"{suite.name}: {name}", priority=Priority.BULK,
+                                           allow_library=allow_library)
+                row.outcome, row.reason, row.kernel = QUEUED, str(kernel.code), kernel
                 room = None if room is None else room - 1
             except ValidationError as error:
                 row.outcome, row.reason = REFUSED, _reason(error)

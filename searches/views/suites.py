@@ -105,7 +105,7 @@ def suite_search(request, code):
     """One search configuration over every problem of the suite, each search with its own budget,
     as many as the person's cap on active searches allows (OverQuota, a 429, when it allows none)."""
     suite = get_object_or_404(Suite, code=code)
-    form = SearchStartForm(request.POST or None, initial={"device": _suite_device(suite)})
+    form = SearchStartForm(request.POST or None, initial={"device": selectors.suite_device(suite)})
     if request.method == "POST" and form.is_valid():
         rows = services.suite_start_searches(user=request.user, suite=suite, **form.search_fields())
         started = sum(1 for row in rows if row.search is not None)
@@ -113,12 +113,6 @@ def suite_search(request, code):
                       {"suite": suite, "rows": rows, "started": started, "refused": len(rows) - started})
     return render(request, "searches/suites/search.html",
                   {"suite": suite, "form": form, "members": selectors.suite_members(suite)})
-
-
-def _suite_device(suite: Suite) -> str:
-    """The device most of the suite's problems are stored for (KernelBench's: cuda)."""
-    devices = [m.problem.device for m in suite.members.select_related("problem")]
-    return max(set(devices), key=devices.count) if devices else "cpu"
 
 
 CSV_COLUMNS = ("device_name", "level", "number", "file", "problem", "problem_code", "outcome", "best_kernel_code",

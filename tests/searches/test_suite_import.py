@@ -254,3 +254,54 @@ def test_an_import_with_validation_queues_bulk_jobs_up_to_the_cap_and_stores_the
     assert report.notices == ["1 new problem was stored without validation: you have 2 evaluation jobs queued or "
                               "running, the cap per person. Validate the rest from the suite page (“Validate stored "
                               "problems”) when some have finished."]
+
+
+def test_a_level_folder_given_itself_keeps_its_level():
+    out = io.StringIO()
+    call_command("import_problems", str(FIXTURES / "level1"), "--suite", "L1", stdout=out)
+    members = SuiteProblem.objects.filter(suite__name="L1")
+    assert members.count() == 100 and set(members.values_list("level", flat=True)) == {1}
+    assert members.get(number=19).file_name.startswith("level1/19_")
+
+
+def test_device_on_a_duplicate_says_the_stored_problem_keeps_its_device(tmp_path):
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_Softmax.py").write_text(SOFTMAX)
+    call_command("import_problems", str(tmp_path), "--suite", "A", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("import_problems", str(tmp_path), "--suite", "B", "--device", "cpu", stdout=out)
+    assert ("duplicate level1/1_Softmax.py: same source as “L1 #1 Softmax”; kept on cuda, as stored: the device "
+            "asked for (cpu) applies to new problems only") in out.getvalue()
+    assert Problem.objects.get().device == Device.CUDA
+
+
+LEVEL4 = '''import torch
+from transformers import AutoModelForCausalLM, AutoConfig
+
+class Model(torch.nn.Module):
+    def __init__(self, model_name, config):
+        super().__init__()
+        self.model = AutoModelForCausalLM.from_pretrained(model_name, config=config)
+
+    def forward(self, x):
+        return self.model(x).logits
+
+model_name = "google/bigbird-roberta-base"
+config = AutoConfig.from_pretrained(model_name)
+
+def get_inputs():
+    return [torch.randint(0, 100, (1, 32))]
+
+def get_init_inputs():
+    return [model_name, config]
+'''
+
+
+def test_a_level_4_problem_is_refused_unless_its_models_are_on_disk(tmp_path, monkeypatch):
+    files = [("level4/10_bigbird.py", LEVEL4.encode())]
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    row = services.suite_import(user=None, suite_name="L4", files=files).rows[0]
+    assert row.outcome == "refused" and "downloads google/bigbird-roberta-base from the Hugging Face Hub" in row.reason
+    (tmp_path / "models--google--bigbird-roberta-base").mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    assert services.suite_import(user=None, suite_name="L4", files=files).rows[0].outcome == "accepted"

@@ -50,7 +50,7 @@ def test_the_suite_page_starts_them_in_one_request(client, suite):
     assert response.status_code == 200 and "2 started, 1 refused, of 3 problems." in html
     assert html.count('class="outcome-started"') == 2 and Search.objects.count() == 2
     detail = client.get(reverse("suite_detail", args=[suite.code])).content.decode()
-    assert reverse("suite_search", args=[suite.code]) in detail
+    assert reverse("run_start", args=[suite.code]) in detail  # the suite page starts them as a run
     assert f'?suite={suite.code}">2</a> searches on these problems, 2 queued or running' in detail
 
 

@@ -28,7 +28,8 @@ def suite(tmp_path):
 
 @pytest.mark.parametrize(
     "path, expected",
-    [("level1/19_ReLU/kernel.py", (1, 19)), ("level2/3_Conv.py", (2, 3)), ("notes/kernel.py", (None, None))],
+    [("level1/19_ReLU/kernel.py", (1, 19, 0)), ("level2/3_Conv.py", (2, 3, 0)), ("notes/kernel.py", (None, None, 0)),
+     ("run/level_1_problem_19_sample_3_kernel.py", (1, 19, 3))],
 )
 def test_solution_position(path, expected):
     assert services.solution_position(path) == expected
@@ -41,8 +42,8 @@ def test_a_run_folder_is_matched_by_level_and_number_and_queued(suite, tmp_path)
     (run / "level1" / "2_Softmax_2.py").write_text("print('no module class here')\n")
     (run / "level1" / "7_Other.py").write_text(SOLUTION)
     out = io.StringIO()
-    call_command("sweep_solutions", str(run), "--suite", "S", stdout=out)
-    assert "1 queued, 1 unmatched, 1 refused, of 3 files." in out.getvalue()
+    call_command("sweep_solutions", str(run), "--suite", "S", stdout=out)  # the former name of rejudge
+    assert "on “S”: 1 queued, 1 unmatched, 1 refused, of 3 files." in out.getvalue()
     assert "must define `class ModelNew" in out.getvalue()
     kernel = Kernel.objects.get()
     assert kernel.problem.name == "L1 #1 Softmax 1" and kernel.origin == Kernel.Origin.USER
@@ -52,7 +53,7 @@ def test_a_run_folder_is_matched_by_level_and_number_and_queued(suite, tmp_path)
 
 def test_sweeping_into_an_unknown_suite_says_so(tmp_path):
     with pytest.raises(CommandError, match="no suite named"):
-        call_command("sweep_solutions", str(tmp_path), "--suite", "nope", stdout=io.StringIO())
+        call_command("rejudge", str(tmp_path), "--suite", "nope", stdout=io.StringIO())
 
 
 def test_a_sweep_queues_bulk_jobs_up_to_the_cap_and_refuses_the_rest_saying_why(suite, tmp_path, settings):

@@ -2,7 +2,8 @@
 
     python manage.py import_problems tests/fixtures/kernelbench --suite "KernelBench L1-3"
 
-The level comes from a `levelN` folder, the number from the file name's `N_` prefix. Problems
+The level comes from a `levelN` folder (PATH itself included), the number from the file name's `N_`
+prefix; a file that downloads Hub models (level 4) is refused unless they are on disk (README). Problems
 are stored, not yet validated, unless --validate queues their validation now (in the bulk class;
 with --user, as many as that person's cap on queued jobs allows). One import is bounded
 (SUITE_IMPORT_MAX_PROBLEMS files, SUITE_IMPORT_MAX_BYTES uncompressed); with --user, a suite of

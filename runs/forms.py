@@ -1,0 +1,22 @@
+from django import forms
+from django.core.exceptions import ValidationError
+
+from searches.forms import ZIP_MAX_BYTES
+
+
+class RejudgeForm(forms.Form):
+    """A KernelBench runs folder, zipped, judged as one run of the suite."""
+
+    name = forms.CharField(max_length=200, label="Run name")
+    archive = forms.FileField(label="The runs folder, zipped",
+                              help_text="level_1_problem_19_sample_0_kernel.py files (sample ids kept), or the older "
+                                        "level1/19_ReLU/kernel.py and N_....py layouts.")
+    allow_library = forms.BooleanField(required=False, label="Allow library calls (KernelBench allows them)")
+
+    def clean_archive(self):
+        archive = self.cleaned_data["archive"]
+        if not archive.name.endswith(".zip"):
+            raise ValidationError("Upload a .zip of the runs folder.")
+        if archive.size > ZIP_MAX_BYTES:
+            raise ValidationError(f"The zip is {archive.size // (1024 * 1024)} MB; a zip may be 20 MB at most.")
+        return archive

@@ -1,0 +1,65 @@
+"""A run: one search configuration applied to a suite, owning the kernels it produced. Scores are
+computed per run (runs/selectors.py), never from a problem's best kernel ever judged.
+
+A run holds its kernels by (suite problem, sample): a re-judged KernelBench run keeps each file's
+sample id; a search run gives each problem's search one sample and all its kernels.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    class Source(models.TextChoices):
+        REJUDGE = "rejudge", "Re-judged files"
+        SEARCH = "search", "Searches"
+        MIGRATED = "migrated", "Migrated sweep"
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    suite = models.ForeignKey("searches.Suite", on_delete=models.CASCADE, related_name="runs")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    # The configuration, as one search (or one generation run) states it.
+    proposer = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    samples = models.PositiveSmallIntegerField(default=1)  # independent samples per problem
+    shape = models.JSONField(default=dict, blank=True)  # rounds/parents/ideas/kernels, budgets
+    language = models.CharField(max_length=16, blank=True)
+    allow_library = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["suite", "name"], name="run_name_unique_per_suite")]
+
+    def __str__(self):
+        return f"{self.name} on {self.suite_id}"
+
+
+class RunKernel(models.Model):
+    """One kernel of a run, as sample `sample` of one suite problem."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="entries")
+    member = models.ForeignKey("searches.SuiteProblem", on_delete=models.CASCADE, related_name="run_entries")
+    kernel = models.ForeignKey("searches.Kernel", on_delete=models.CASCADE, related_name="run_entries")
+    sample = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["member_id", "sample", "kernel_id"]
+        constraints = [models.UniqueConstraint(fields=["run", "kernel"], name="run_kernel_once")]
+        indexes = [models.Index(fields=["run", "member", "sample"])]
+
+
+class RunSearch(models.Model):
+    """A search of a run: every kernel it judges is sample `sample` of its problem."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="run_searches")
+    member = models.ForeignKey("searches.SuiteProblem", on_delete=models.CASCADE, related_name="run_searches")
+    search = models.ForeignKey("searches.Search", on_delete=models.CASCADE, related_name="run_entries")
+    sample = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "search"], name="run_search_once")]
