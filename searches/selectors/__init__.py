@@ -55,6 +55,15 @@ from .searches import (  # noqa: F401
     search_list,
     search_provenance,
 )
+from .speedups import (  # noqa: F401
+    ranks_by_paired,
+    best_order,
+    best_key,
+    pick_best,
+    baseline_of,
+    baseline_times,
+    with_baselines,
+)
 from .sharing import (  # noqa: F401
     share_token_hash,
     share_link_by_token,
