@@ -38,6 +38,7 @@ from .queue import (  # noqa: F401
     queue_position,
     queue_for_kernels,
     queue_wait_text,
+    kernel_progress,
 )
 from .searches import (  # noqa: F401
     search_proposer_unavailable,
