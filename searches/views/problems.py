@@ -74,7 +74,9 @@ def problem_create(request):
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"Saved “{problem.name}”. It is being validated in a sandbox.")
+            messages.success(request, f"Saved “{problem.name}”. It is being validated in a sandbox." + (
+                "" if input_bytes(problem.source) is not None else
+                " Its input size could not be read from the source, so whether it fits the workers is not known yet."))
             return redirect("problem_detail", code=problem.code)
     return _form_page(request, {"form": form, "creating": True})
 
