@@ -31,6 +31,8 @@ from .problems import (  # noqa: F401
     problem_versions,
     problem_latest_version,
     problem_validation_state,
+    devices_served,
+    default_device,
     problem_by_reference,
 )
 from .queue import (  # noqa: F401

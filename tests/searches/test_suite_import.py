@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from searches import services
 from searches.models import Device, EvaluationJob, Problem, Suite, SuiteProblem
 
+from . import dashboard_data as d
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +37,7 @@ def test_the_250_kernelbench_problems_import_with_levels_numbers_and_no_validati
         assert (member.level, member.number) == (entry["level"], entry["number"])
         # Stored byte for byte: the source's hash is the manifest's.
         assert services.suites.source_sha256(member.problem.source) == entry["sha256"]
-    assert {p.device for p in Problem.objects.all()} == {Device.CUDA}
+    assert {p.device for p in Problem.objects.all()} == {Device.CPU}  # what the workers here serve
     assert set(Problem.objects.values_list("validation_status", flat=True)) == {Problem.Validation.PENDING}
     assert not EvaluationJob.objects.exists()
     assert members["level1/1_Square_matrix_multiplication_.py"].problem.name == "L1 #1 Square matrix multiplication"
@@ -254,3 +256,10 @@ def test_an_import_with_validation_queues_bulk_jobs_up_to_the_cap_and_stores_the
     assert report.notices == ["1 new problem was stored without validation: you have 2 evaluation jobs queued or "
                               "running, the cap per person. Validate the rest from the suite page (“Validate stored "
                               "problems”) when some have finished."]
+
+
+def test_the_import_device_defaults_to_what_the_workers_serve(client, settings):
+    client.force_login(d.user())
+    assert 'value="cpu" selected' in client.get(reverse("suite_import")).content.decode()
+    settings.RUNNER_DEVICE = "cuda"
+    assert 'value="cuda" selected' in client.get(reverse("suite_import")).content.decode()
