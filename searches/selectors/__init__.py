@@ -44,6 +44,7 @@ from .queue import (  # noqa: F401
 )
 from .searches import (  # noqa: F401
     search_proposer_unavailable,
+    playbook_support,
     search_leaderboard,
     search_counts,
     TREE_FIELDS,

@@ -36,6 +36,12 @@ def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str)
     return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
 
 
+def playbook_support(problem: Problem) -> str:
+    """Why the built-in playbook cannot serve `problem` on its device, or "" when it can; known once
+    validation has named the problem's family."""
+    return search_proposer_unavailable(problem=problem, proposer=Search.Proposer.PLAYBOOK, device=problem.device)
+
+
 def search_leaderboard(*, search: Search, limit: int = 20) -> list[Kernel]:
     """The search's correct kernels, fastest first (quarantined ones last, flagged)."""
     return list(

@@ -50,6 +50,7 @@ def problem_detail(request, code):
         "versions": selectors.problem_versions(problem),
         "validation": problem.validation or {},
         "input_bytes": input_bytes(problem.source),
+        "playbook_unsupported": selectors.playbook_support(problem),
         "may_edit": services.may_edit_problem(problem, request.user),
     }
     return render(request, "searches/problems/detail.html", context)

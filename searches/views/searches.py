@@ -75,7 +75,8 @@ def search_new(request, code):
         else:
             messages.success(request, "Search started.")
             return redirect("search_detail", code=search.code)
-    return render(request, "searches/search/new.html", {"problem": problem, "form": form})
+    return render(request, "searches/search/new.html", {"problem": problem, "form": form,
+                                                        "playbook_unsupported": selectors.playbook_support(problem)})
 
 
 def search_context(search: Search, *, status: str = "", round_: int | None = None, shared: bool = False,

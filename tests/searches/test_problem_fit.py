@@ -1,4 +1,5 @@
-"""A problem no worker here can hold is refused at submit, with both numbers (searches/services/problem_fit.py)."""
+"""A problem no worker here can hold is refused at submit, with both numbers (searches/services/problem_fit.py);
+whether the built-in playbook serves a problem is said before a search starts."""
 
 import pytest
 from django.urls import reverse
@@ -36,3 +37,16 @@ def test_no_worker_seen_or_an_unknown_size_is_accepted_and_said(client):
     html = submit(client, UNREADABLE, "cpu").content.decode()
     assert "could not be read from the source" in html
     assert Problem.objects.count() == 2
+
+
+def test_the_problem_page_and_the_search_form_say_whether_the_playbook_serves_it(client):
+    client.force_login(d.user())
+    served = d.problem(family="softmax", device="cpu")
+    unknown = d.problem(name="L2 norm", family="", device="cpu")
+    page = client.get(reverse("problem_detail", args=[served.code])).content.decode()
+    assert "Serves this problem's family offline" in page
+    page = client.get(reverse("problem_detail", args=[unknown.code])).content.decode()
+    assert "Not supported by the built-in kernels: " in page and reverse("problem_kernel_new", args=[unknown.code]) in page
+    form = client.get(reverse("search_new", args=[unknown.code])).content.decode()
+    assert 'id="playbook-support"' in form
+    assert 'id="playbook-support"' not in client.get(reverse("search_new", args=[served.code])).content.decode()
