@@ -111,7 +111,7 @@ def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict
             elif len(waiting) < limit:
                 waiting.append(kernel)
         references = leaderboard_references(problem=problem, device_name=device)
-        boards.append({"device_name": device, "ranked": ranked, "quarantined": waiting, "references": references,
+        boards.append({"device_name": device, "paired": ranks_by_paired(problem.device), "ranked": ranked, "quarantined": waiting, "references": references,
                        "rows": _board_rows(ranked, references, problem.device)})
     return boards
 

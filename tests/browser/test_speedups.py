@@ -2,6 +2,8 @@
 the leaderboard and its export (searches/selectors/speedups.py)."""
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -9,6 +11,8 @@ from playwright.sync_api import expect
 from tests.browser import dashboard_seed
 
 pytestmark = [pytest.mark.e2e]
+
+SHOTS = Path(tempfile.gettempdir()) / "kernellab-narrow"  # as the other browser tests' screenshots
 
 
 def test_one_best_speedup_on_every_page(logged_in_page, stack, tmp_path):
@@ -20,11 +24,14 @@ def test_one_best_speedup_on_every_page(logged_in_page, stack, tmp_path):
     page.goto("/searches/")
     row = page.locator("tr", has_text="paired search")
     expect(row.locator("td.best-speedup")).to_have_text("1.15× paired eager (0.2100 vs 0.2415 ms)")
+    page.screenshot(path=str(SHOTS / "best-speedup-list.png"))
 
     page.goto(f"/problems/{seeded['problem']}/leaderboard/")
     first = page.locator("table.ranking tbody tr.entry").first
     expect(first).to_contain_text("loaded")
     expect(first).to_contain_text("1.15× paired eager (0.2100 vs 0.2415 ms)")
+    expect(page.locator("#paired-note")).to_contain_text("the reference rows and × compile are the validation's")
+    page.screenshot(path=str(SHOTS / "best-speedup-leaderboard.png"), full_page=True)
 
     with page.expect_download() as download:
         page.locator("#export-json").click()
