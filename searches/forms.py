@@ -260,8 +260,9 @@ class SuiteImportForm(forms.Form):
     name = forms.CharField(max_length=200, label="Suite", help_text="A new name makes a suite; an existing one adds to it.")
     files = MultipleFileField(label="Problem files (.py) or a zip of them",
                               help_text="Up to 100 files at once (Django's limit per request); zip a whole level.")
+    # Its initial value is what the workers here serve (selectors.default_device, set by the view).
     device = forms.ChoiceField(choices=Device.choices, initial=Device.CUDA,
-                               help_text="KernelBench shapes are GPU-sized: CUDA unless the problems are small.")
+                               help_text="KernelBench shapes are GPU-sized: CUDA where a CUDA worker serves.")
     validate = forms.BooleanField(required=False, label="Queue their validation now",
                                   help_text="Otherwise they are stored, not yet validated; validate them from the suite page.")
 

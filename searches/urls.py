@@ -49,6 +49,7 @@ urlpatterns += [
     path("searches/<uuid:code>/kernels/new/", searches.kernel_new, name="search_kernel_new"),
     path("searches/<uuid:code>/share/", share.share_search, name="share_search"),
     path("kernels/<uuid:code>/", kernels.kernel_detail, name="kernel_detail"),
+    path("kernels/<uuid:code>/status/", kernels.kernel_status, name="kernel_status"),
     path("kernels/<uuid:code>/export.py", kernels.kernel_export, name="kernel_export"),
     path("kernels/<uuid:code>/bundle.zip", kernels.kernel_bundle, name="kernel_bundle"),
     path("kernels/<uuid:code>/rerun/", kernels.kernel_rerun, name="kernel_rerun"),

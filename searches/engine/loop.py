@@ -80,8 +80,9 @@ def _work(search_id: int, token: str) -> None:
     while True:
         try:
             progressed = _step_retrying(search_id)
-        except ProposerError as exc:  # e.g. no API key in this worker's environment
-            records.set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
+        except ProposerError as exc:
+            if not records.playbook_cannot_continue(search_id, exc):  # e.g. no API key here
+                records.set_status(search_id, Search.Status.PAUSED, f"paused: {exc}")
             progressed = False
         if progressed:
             if not lease.renew(search_id, token):  # another orchestrator holds the search now

@@ -125,9 +125,22 @@ def fail_search(search_id: int, reason: str) -> None:
 
 def proposer_gave_up(search: Search, purpose: str, exc: ProposerError, what: str) -> None:
     """The proposer could not (after its own retries): keep the call, pause with the reason.
-    Nothing is lost; resuming tries again."""
+    Nothing is lost; resuming tries again (the playbook's search ends instead)."""
     with transaction.atomic():
         lock_search(search.id)
         record_call(search, purpose, exc.exchange or Exchange(), error=str(exc) or "failed")
-    set_status(search.id, Search.Status.PAUSED,
-                f"paused: the proposer could not {what} ({exc}). Resume the search to try again.")
+    if not playbook_cannot_continue(search.id, exc):
+        set_status(search.id, Search.Status.PAUSED,
+                   f"paused: the proposer could not {what} ({exc}). Resume the search to try again.")
+
+
+def playbook_cannot_continue(search_id: int, exc: ProposerError) -> bool:
+    """End a playbook search its proposer cannot continue, with the reason and a path that exists;
+    False for the API proposer, which may recover (a key set, a quota renewed) and pauses. The
+    playbook is a fixed list: resuming would fail the same way."""
+    if not Search.objects.filter(pk=search_id, proposer=Search.Proposer.PLAYBOOK).exists():
+        return False
+    finish(search_id, Search.Status.COMPLETED,
+           f"not supported by the built-in kernels: {exc} Submit a kernel from the problem's page, or set "
+           "ANTHROPIC_API_KEY for the task queue and start an Anthropic search.")
+    return True

@@ -31,6 +31,8 @@ from .problems import (  # noqa: F401
     problem_versions,
     problem_latest_version,
     problem_validation_state,
+    devices_served,
+    default_device,
     problem_by_reference,
 )
 from .queue import (  # noqa: F401
@@ -38,9 +40,11 @@ from .queue import (  # noqa: F401
     queue_position,
     queue_for_kernels,
     queue_wait_text,
+    kernel_progress,
 )
 from .searches import (  # noqa: F401
     search_proposer_unavailable,
+    playbook_support,
     search_leaderboard,
     search_counts,
     TREE_FIELDS,
@@ -54,6 +58,15 @@ from .searches import (  # noqa: F401
     RANKED_KERNELS,
     search_list,
     search_provenance,
+)
+from .speedups import (  # noqa: F401
+    ranks_by_paired,
+    best_order,
+    best_key,
+    pick_best,
+    baseline_of,
+    baseline_times,
+    with_baselines,
 )
 from .sharing import (  # noqa: F401
     share_token_hash,

@@ -11,6 +11,7 @@ from django.db.models import Max
 from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 
 from .kernels import kernel_is_ranked, speed_of_light
+from .speedups import best_key, best_order, ranks_by_paired, with_baselines
 
 PLAYBOOK_ORIGIN = "playbook: built-in hand-written kernels (no AI)"
 
@@ -58,10 +59,10 @@ def leaderboard_references(*, problem, device_name: str) -> list[dict]:
     return refs
 
 
-def _distinct_by_source(kernels) -> list[Kernel]:
-    """One kernel per source, in the given (fastest-first) order. A group's row is its fastest
+def _distinct_by_source(kernels, device: str) -> list[Kernel]:
+    """One kernel per source, in the given (best-first, `speedups`) order. A group's row is its best
     kernel that is not a fork's copy (the original), carrying the group's other members as
-    `copies`; only-copies groups (the original was deleted) keep their fastest copy."""
+    `copies`; only-copies groups (the original was deleted) keep their best copy."""
     groups: dict[str, list[Kernel]] = {}
     for kernel in kernels:
         groups.setdefault(kernel_source_key(kernel.source), []).append(kernel)
@@ -71,15 +72,20 @@ def _distinct_by_source(kernels) -> list[Kernel]:
         head.copies = [k for k in members if k is not head]
         head.origin_label = kernel_origin_label(head)
         rows.append(head)
-    rows.sort(key=lambda k: (k.median_ms, k.id))
+    rows.sort(key=best_key(device))
     return rows
 
 
-def _board_rows(ranked: list[Kernel], references: list[dict]) -> list[dict]:
-    """Ranked kernels with the reference times slotted in where they fall; references get no rank."""
+def _board_rows(ranked: list[Kernel], references: list[dict], device: str) -> list[dict]:
+    """Ranked kernels with the reference times slotted in where they fall; references get no rank.
+    On the CPU the ranking is by paired speedup, which the references' medians, timed at another
+    moment, do not place: they follow the ranking."""
     rows = [{"kind": "kernel", "rank": rank, "kernel": k, "median_ms": k.median_ms}
             for rank, k in enumerate(ranked, start=1)]
-    rows += [{"kind": "reference", **ref} for ref in references]
+    references = [{"kind": "reference", **ref} for ref in references]
+    if ranks_by_paired(device):
+        return rows + references
+    rows += references
     rows.sort(key=lambda row: (row["median_ms"], row["kind"] == "kernel"))
     return rows
 
@@ -94,9 +100,9 @@ def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict
         correct = (Kernel.objects.filter(problem=problem, status=Verdict.CORRECT, device_name=device)
                    .exclude(median_ms=None)
                    .select_related("search", "search__created_by", "search__forked_from", "author", "approved_by")
-                   .order_by("median_ms", "id"))
+                   .order_by(*best_order(problem.device)))
         ranked, waiting = [], []
-        for kernel in _distinct_by_source(correct[: limit * 8]):
+        for kernel in with_baselines(_distinct_by_source(correct[: limit * 8], problem.device)):
             kernel.sol = speed_of_light(problem, kernel)
             kernel.slower_than_eager = kernel.speedup_vs_eager is not None and kernel.speedup_vs_eager < 1
             if kernel_is_ranked(kernel):
@@ -105,8 +111,8 @@ def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict
             elif len(waiting) < limit:
                 waiting.append(kernel)
         references = leaderboard_references(problem=problem, device_name=device)
-        boards.append({"device_name": device, "ranked": ranked, "quarantined": waiting, "references": references,
-                       "rows": _board_rows(ranked, references)})
+        boards.append({"device_name": device, "paired": ranks_by_paired(problem.device), "ranked": ranked, "quarantined": waiting, "references": references,
+                       "rows": _board_rows(ranked, references, problem.device)})
     return boards
 
 
@@ -126,6 +132,7 @@ def _leaderboard_row(kernel: Kernel, device_name: str, rank: int | None) -> dict
     return {
         "rank": rank, "device_name": device_name, "kernel": str(kernel.code), "name": str(kernel),
         "median_ms": kernel.median_ms, "speedup_vs_eager": kernel.speedup_vs_eager,
+        "baseline": kernel.baseline, "baseline_eager_ms": kernel.eager_ms,
         "speedup_vs_compile": kernel.speedup_vs_compile, "precision": kernel.precision,
         "speed_of_light": (kernel.sol or {}).get("fraction"),
         "verified_rerun": kernel.verified, "quarantined": kernel.quarantined,

@@ -2,6 +2,7 @@
 
 import uuid
 
+from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
@@ -46,6 +47,16 @@ def problem_latest_version(problem: Problem) -> Problem:
     return Problem.objects.filter(lineage=problem.lineage, is_latest=True).first() or problem
 
 
+def devices_served() -> set[str]:
+    """The devices some evaluator here serves: this host's own (RUNNER_DEVICE) and any seen lately."""
+    return {settings.RUNNER_DEVICE} | {device for device in Device.values if evaluator_seen(device)}
+
+
+def default_device() -> str:
+    """Where imported problems run unless told: CUDA when a CUDA worker serves, else the CPU."""
+    return Device.CUDA if Device.CUDA in devices_served() else Device.CPU
+
+
 def problem_validation_state(problem: Problem) -> dict:
     """What to tell a person about the problem's validation: a badge, a label, a sentence, and
     whether it is still pending (the page polls while it is)."""
@@ -64,6 +75,10 @@ def problem_validation_state(problem: Problem) -> dict:
         .order_by("-id")
         .first()
     )
+    if job is None and problem.device == Device.CUDA and not evaluator_seen(Device.CUDA):
+        return {"status": "pending", "badge": "pending", "label": "Needs a CUDA worker", "pending": False,
+                "message": "Not queued: no CUDA worker serves this install. Once one runs, ask for a validation "
+                           "with “Validate again”."}
     if job is None or job.status in (EvaluationJob.Status.DONE, EvaluationJob.Status.FAILED):
         return {"status": "pending", "badge": "pending", "label": "Not queued", "pending": False,
                 "message": "No validation is queued for this problem. Ask for one with “Validate again”."}

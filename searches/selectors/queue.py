@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.selectors import WORKER_SEEN_WITHIN
-from searches.models import EvaluationJob, Worker
+from searches.models import EvaluationJob, Kernel, Verdict, Worker
 
 RECENT_JOBS = 50  # durations the median is taken over
 
@@ -81,3 +81,19 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def kernel_progress(kernel: Kernel, *, now=None) -> dict:
+    """Where a kernel's verdict stands, for its page's poll (static/js/kernel_live.js): settled, or its
+    place in the queue, or how long its evaluation has run."""
+    settled = kernel.status not in (Verdict.PENDING, Verdict.EVALUATING)
+    if settled:
+        return {"settled": True, "text": ""}
+    now = now or timezone.now()
+    running = (EvaluationJob.objects.filter(kernel=kernel, status=EvaluationJob.Status.LEASED)
+               .exclude(run_started_at=None).order_by("-run_started_at").first())
+    if running:
+        elapsed = (now - running.run_started_at).total_seconds()
+        return {"settled": False, "text": f"Evaluating for {_duration(elapsed)} (compile, check, time)."}
+    text = queue_wait_text(queue_for_kernels([kernel.id], now=now))
+    return {"settled": False, "text": text or "Waiting for an evaluator."}

@@ -3,13 +3,14 @@
 import os
 from collections import defaultdict
 
-from django.db.models import Max, Q
+from django.db.models import OuterRef, Q, Subquery
 
 from proposers.playbook import supports as playbook_supports
-from searches.models import BenchmarkRun, Idea, Kernel, Problem, Search, Verdict
+from searches.models import BenchmarkRun, Device, Idea, Kernel, Problem, Search, Verdict
 from searches.task_queue import anthropic_key_seen
 
 from .kernels import kernel_is_ranked, provenance, speed_of_light
+from .speedups import best_order, pick_best, ranks_by_paired, with_baselines
 
 
 def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str) -> str:
@@ -33,6 +34,12 @@ def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str)
                     "LLM. Set ANTHROPIC_API_KEY and choose the Anthropic proposer.")
         return ""
     return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
+
+
+def playbook_support(problem: Problem) -> str:
+    """Why the built-in playbook cannot serve `problem` on its device, or "" when it can; known once
+    validation has named the problem's family."""
+    return search_proposer_unavailable(problem=problem, proposer=Search.Proposer.PLAYBOOK, device=problem.device)
 
 
 def search_leaderboard(*, search: Search, limit: int = 20) -> list[Kernel]:
@@ -86,7 +93,8 @@ def search_tree(*, search: Search) -> dict:
             repairs_of_kernel[k["parent_id"]].append(k)
         else:
             roots.append(k)
-    best = min((k for k in kernels if kernel_is_ranked(k)), key=lambda k: k["median_ms"], default=None)
+    with_baselines([k for k in kernels if k["median_ms"] is not None])
+    best = pick_best([k for k in kernels if kernel_is_ranked(k)], search.device)
     return {
         "kernels": kernels, "ideas": ideas, "roots": roots, "root_ideas": root_ideas,
         "ideas_of_kernel": ideas_of_kernel, "kernels_of_idea": kernels_of_idea, "repairs_of_kernel": repairs_of_kernel,
@@ -187,20 +195,30 @@ RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isn
 
 
 def search_list(*, problem=None, every_version: bool = False, suite=None, limit: int = 200) -> list[Search]:
-    """Newest first, each with its planned candidates and best ranked speedups (one query); of one
+    """Newest first, each with its planned candidates and best ranked kernel (`best`, as `speedups`
+    defines it, with its baseline time; two queries); of one
     problem version, or of all versions of its problem (`every_version`), or on a suite's problems
     (as suite_search_counts counts them)."""
     qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
-          .annotate(best_vs_eager=Max("kernels__speedup_vs_eager", filter=RANKED_KERNELS),
-                    best_vs_compile=Max("kernels__speedup_vs_compile", filter=RANKED_KERNELS)))
+          .annotate(fastest_id=_best_kernel_id(Device.CUDA), top_paired_id=_best_kernel_id(Device.CPU)))
     if problem is not None:
         qs = qs.filter(problem__lineage=problem.lineage) if every_version else qs.filter(problem=problem)
     if suite is not None:
         qs = qs.filter(problem__suite_memberships__suite=suite)
     searches = list(qs[:limit])
+    best_ids = {s.pk: s.top_paired_id if ranks_by_paired(s.device) else s.fastest_id for s in searches}
+    best = {k.id: k for k in with_baselines(Kernel.objects.filter(id__in=[i for i in best_ids.values() if i]))}
     for search in searches:
         search.planned = search_planned_candidates(search)
+        search.best = best.get(best_ids[search.pk])
     return searches
+
+
+def _best_kernel_id(device: str):
+    """The id of a search's best ranked kernel as `speedups` orders them on `device`."""
+    ranked = Kernel.objects.filter(search=OuterRef("pk"), status=Verdict.CORRECT, median_ms__isnull=False).filter(
+        Q(quarantined=False) | Q(verified=True, approved_by__isnull=False))
+    return Subquery(ranked.order_by(*best_order(device)).values("id")[:1])
 
 
 def search_provenance(*, search: Search) -> list[dict]:

@@ -13,6 +13,8 @@ from django.db.models import Count
 from searches.models import EvaluationJob, Kernel, Problem, Search, Suite, Verdict
 from searches.problem_memory import input_bytes
 
+from .speedups import pick_best, with_baselines
+
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
 
@@ -82,11 +84,6 @@ def geomean(values) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _best(kernels, attribute):
-    scored = [k for k in kernels if getattr(k, attribute) is not None]
-    return max(scored, key=lambda k: (getattr(k, attribute), -k.id)) if scored else None
-
-
 def _outcome(kernels) -> str:
     if not kernels:
         return "none"
@@ -110,7 +107,8 @@ def _cheat(kernel) -> bool:
 
 def _problem_row(member, kernels) -> dict:
     trusted = [k for k in kernels if k.status == Verdict.CORRECT and not k.quarantined]
-    best = {"eager": _best(trusted, "speedup_vs_eager"), "compile": _best(trusted, "speedup_vs_compile")}
+    # One best kernel (speedups.py), whose two ratios are both shown: never two kernels' maxima.
+    best = pick_best(trusted, member.problem.device)
     return {
         "level": member.level,
         "number": member.number,
@@ -119,9 +117,9 @@ def _problem_row(member, kernels) -> dict:
         "input_bytes": getattr(member, "input_bytes", None),
         "outcome": _outcome(kernels),
         "correct": bool(trusted),
-        "best_kernel": best["eager"] or (trusted[0] if trusted else None),
-        "speedup_vs_eager": best["eager"].speedup_vs_eager if best["eager"] else None,
-        "speedup_vs_compile": best["compile"].speedup_vs_compile if best["compile"] else None,
+        "best_kernel": best,
+        "speedup_vs_eager": best.speedup_vs_eager if best else None,
+        "speedup_vs_compile": best.speedup_vs_compile if best else None,
         "cheats": [k for k in kernels if _cheat(k)],
         "uses_pytorch": [k for k in kernels if k.status == Verdict.REJECTED and not _cheat(k)],
         "degenerate": member.problem.degenerate,
@@ -131,6 +129,7 @@ def _problem_row(member, kernels) -> dict:
 def _device_score(device_name: str, members, kernels_by_problem) -> dict:
     rows = [_problem_row(m, [k for k in kernels_by_problem.get(m.problem_id, []) if k.device_name == device_name])
             for m in members]
+    with_baselines([r["best_kernel"] for r in rows if r["best_kernel"]])
     return {"device_name": device_name, **rows_score(rows), "cheats": [k for r in rows for k in r["cheats"]],
             "uses_pytorch": [k for r in rows for k in r["uses_pytorch"]],
             "rows": rows}

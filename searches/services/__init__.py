@@ -34,6 +34,10 @@ from .problems import (  # noqa: F401
     problem_record_validation,
     problem_validation_failed,
 )
+from .problem_fit import (  # noqa: F401
+    largest_worker_bytes,
+    check_fits_workers,
+)
 from .scheduling import (  # noqa: F401
     Priority,
     job_room,

@@ -14,6 +14,7 @@ from live import events
 from runner.evaluation import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
+from searches.selectors.speedups import baseline_of
 
 from .permissions import may_approve, require_steer
 from .scheduling import Priority
@@ -123,7 +124,9 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
-        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+        # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
+        payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
+        events.publish(kernel.search_id, "kernel.updated", payload)
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             events.publish_search_progress(kernel.search_id)
             kick(kernel.search_id)

@@ -10,6 +10,7 @@ from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 
 from .permissions import require_edit_problem
+from .problem_fit import check_fits_workers
 from .scheduling import Priority
 
 PROBLEM_EDITABLE_FIELDS = ("name", "description", "source", "atol", "rtol", "device")
@@ -64,6 +65,8 @@ def problem_create(
     validation counts against the person's cap: over it, OverQuota and nothing is saved."""
     check_problem_source(source)
     _problem_check_fields(name=name, device=device, atol=atol, rtol=rtol)
+    if validate:  # a bulk import stores what it is given; its report shows each problem's size
+        check_fits_workers(source, device)
     problem = Problem.objects.create(
         name=name.strip(),
         description=description.strip(),

@@ -8,7 +8,7 @@ import zipfile
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -64,11 +64,18 @@ def kernel_detail(request, code):
         "compare_candidates": candidates,
         "pending_rerun": selectors.kernel_pending_rerun(kernel=kernel),
         "queue_note": selectors.queue_wait_text(selectors.queue_for_kernels([kernel.id])),
+        "progress": selectors.kernel_progress(kernel),
         "share_links": selectors.share_links_for(kernel=kernel, kind=ShareLink.Kind.KERNEL),
         "share_kind": ShareLink.Kind.KERNEL,
         "may_approve": services.may_approve(kernel, request.user),
     })
     return render(request, "searches/kernel/detail.html", context)
+
+
+@login_required
+def kernel_status(request, code):
+    """What the kernel page's poll shows until the verdict lands (static/js/kernel_live.js)."""
+    return JsonResponse(selectors.kernel_progress(get_kernel(code)))
 
 
 def _safe_line(text) -> str:

@@ -13,8 +13,8 @@ from lib.spreadsheet import csv_cell
 from .. import selectors
 from ..models import Problem, ShareLink
 
-EXPORT_COLUMNS = ["rank", "device_name", "kernel", "name", "median_ms", "speedup_vs_eager", "speedup_vs_compile",
-                  "precision", "speed_of_light", "verified_rerun", "quarantined", "approved", "search", "origin",
+EXPORT_COLUMNS = ["rank", "device_name", "kernel", "name", "median_ms", "speedup_vs_eager", "baseline",
+                  "baseline_eager_ms", "speedup_vs_compile", "precision", "speed_of_light", "verified_rerun", "quarantined", "approved", "search", "origin",
                   "copies", "slower_than_eager", "ran_by", "evaluated_at"]
 
 

@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.gzip import gzip_page
 
+from .. import selectors
 from ..lineage import search_lineage
 from ..models import Search
 
@@ -20,6 +21,7 @@ def search_lineage_view(request, code):
     config = {
         "seq": seq, "ws": f"/ws/searches/{search.code}/",
         "kernel_url": reverse("kernel_detail", kwargs={"code": ZERO}), "compare_url": reverse("compare"),
+        "paired": selectors.ranks_by_paired(search.device),  # how the best kernel is chosen (selectors/speedups.py)
         **search_lineage(search=search),
     }
     return render(request, "searches/lineage/detail.html", {"search": search, "problem": search.problem,

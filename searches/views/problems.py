@@ -50,6 +50,7 @@ def problem_detail(request, code):
         "versions": selectors.problem_versions(problem),
         "validation": problem.validation or {},
         "input_bytes": input_bytes(problem.source),
+        "playbook_unsupported": selectors.playbook_support(problem),
         "may_edit": services.may_edit_problem(problem, request.user),
     }
     return render(request, "searches/problems/detail.html", context)
@@ -74,7 +75,9 @@ def problem_create(request):
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"Saved “{problem.name}”. It is being validated in a sandbox.")
+            messages.success(request, f"Saved “{problem.name}”. It is being validated in a sandbox." + (
+                "" if input_bytes(problem.source) is not None else
+                " Its input size could not be read from the source, so whether it fits the workers is not known yet."))
             return redirect("problem_detail", code=problem.code)
     return _form_page(request, {"form": form, "creating": True})
 

@@ -102,7 +102,8 @@ def render_tree(tree: dict, *, kernel_url=None, pickable: bool = True, shown: se
         ms = "" if k["median_ms"] is None else k["median_ms"]
         # The speedups let the live script redraw the "Best:" line when a faster kernel lands.
         speeds = "" if k["speedup_vs_eager"] is None and k["speedup_vs_compile"] is None else (
-            f' data-se="{_or_empty(k["speedup_vs_eager"])}" data-sc="{_or_empty(k["speedup_vs_compile"])}"')
+            f' data-se="{_or_empty(k["speedup_vs_eager"])}" data-sc="{_or_empty(k["speedup_vs_compile"])}"'
+            f' data-eb="{_or_empty(k.get("eager_ms"))}" data-b="{k.get("baseline", "")}"')
         out.append(
             f'<li class="{classes}" id="k-{k["id"]}" data-p="{k["parent_id"] or ""}" data-i="{k["idea_id"] or ""}" '
             f'data-r="{k["round"]}" data-s="{k["status"]}" data-ms="{ms}"{speeds}{flags}>'
@@ -162,7 +163,7 @@ def _rate(stat: dict | None) -> str:
 def _timing(k: dict) -> str:
     parts = [f'{k["median_ms"]:.4g} ms']
     if k["speedup_vs_eager"] is not None:
-        parts.append(f'{k["speedup_vs_eager"]:.2f}× eager')
+        parts.append(f'{k["speedup_vs_eager"]:.2f}× {k.get("baseline") or "eager"}')
     if k["speedup_vs_compile"] is not None:
         parts.append(f'{k["speedup_vs_compile"]:.2f}× compile')
     if k.get("sol") is not None:

@@ -75,7 +75,8 @@ def search_new(request, code):
         else:
             messages.success(request, "Search started.")
             return redirect("search_detail", code=search.code)
-    return render(request, "searches/search/new.html", {"problem": problem, "form": form})
+    return render(request, "searches/search/new.html", {"problem": problem, "form": form,
+                                                        "playbook_unsupported": selectors.playbook_support(problem)})
 
 
 def search_context(search: Search, *, status: str = "", round_: int | None = None, shared: bool = False,
@@ -130,6 +131,7 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
             "kernel_url": reverse("kernel_detail", kwargs={"code": "00000000-0000-0000-0000-000000000000"}),
             "insights_url": reverse("search_insights", kwargs={"code": search.code}),
             "marks": {k: list(v) for k, v in MARKS.items()}, "quarantine": list(QUARANTINE_MARK),
+            "paired": selectors.ranks_by_paired(search.device),
             "planned": planned, "active": search.status in Search.ACTIVE or search.status == Search.Status.PAUSED,
         } if not shared else None,
         "provenance": selectors.search_provenance(search=search),

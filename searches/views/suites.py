@@ -31,7 +31,7 @@ def suite_list(request):
 @require_http_methods(["GET", "POST"])
 @limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (scheduling.py)
 def suite_import(request):
-    initial = {"name": request.GET.get("suite", "")}
+    initial = {"name": request.GET.get("suite", ""), "device": selectors.default_device()}
     form = SuiteImportForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

@@ -126,8 +126,13 @@
   }
 
   function bestPath(g) {
+    // Ordered as searches/selectors/speedups.py: on the CPU the highest paired speedup, else the
+    // fastest median; ties go to the faster, then the older kernel.
+    const better = (a, b) => (cfg.paired && (a.speedup_vs_eager || 0) !== (b.speedup_vs_eager || 0)
+      ? (a.speedup_vs_eager || 0) > (b.speedup_vs_eager || 0)
+      : a.median_ms < b.median_ms || (a.median_ms === b.median_ms && a.id < b.id));
     let best = null;
-    kernels.forEach((k) => { if (ranked(k) && (best === null || k.median_ms < best.median_ms)) best = k; });
+    kernels.forEach((k) => { if (ranked(k) && (best === null || better(k, best))) best = k; });
     const path = new Set();
     let key = best ? "k" + best.id : null;
     while (key && !path.has(key)) { path.add(key); key = (g.up.get(key) || [null])[0]; }

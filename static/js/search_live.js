@@ -29,7 +29,8 @@
     const d = li.dataset;
     return { parent: d.p ? +d.p : null, idea: d.i ? +d.i : null, status: d.s,
              ms: d.ms === "" ? null : +d.ms, q: "q" in d, ok: "ok" in d, round: +d.r,
-             eager: d.se ? +d.se : null, compile: d.sc ? +d.sc : null };
+             eager: d.se ? +d.se : null, compile: d.sc ? +d.sc : null,
+             eagerMs: d.eb ? +d.eb : null, baseline: d.b || "eager" };
   }
   root.querySelectorAll("li.k").forEach((li) => nodes.set(+li.id.slice(2), readNode(li)));
 
@@ -67,7 +68,7 @@
   function timing(k) {
     if (k.median_ms === null) return "";
     const parts = [num(k.median_ms, 4) + " ms"];
-    if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× eager");
+    if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× " + (k.baseline || (nodes.get(k.id) || {}).baseline || "eager"));
     if (k.speedup_vs_compile !== null) parts.push(k.speedup_vs_compile.toFixed(2) + "× compile");
     if (k.speed_of_light !== null && k.speed_of_light !== undefined) parts.push(Math.round(k.speed_of_light * 100) + "% SOL");
     return parts.join(" · ");
@@ -96,9 +97,12 @@
     part(row, "t").textContent = timing(k);
     part(row, "qm").textContent = k.quarantined ? cfg.quarantine[0] + " quarantined" : "";
     part(row, "vb").textContent = k.verified ? "verified rerun" : "";
+    // A verdict's event carries the eager time its speedup used; other events keep the known one.
+    const known = nodes.get(k.id) || {};
     nodes.set(k.id, { parent: k.parent_id, idea: k.idea_id, status: k.status, ms: k.median_ms,
                       q: k.quarantined, ok: ok, round: k.round, eager: k.speedup_vs_eager,
-                      compile: k.speedup_vs_compile });
+                      compile: k.speedup_vs_compile, eagerMs: k.eager_ms ?? known.eagerMs ?? null,
+                      baseline: k.baseline || known.baseline || "eager" });
   }
 
   function applyIdea(idea) {
@@ -120,11 +124,16 @@
   }
 
   function ranked(n) { return n.status === "correct" && n.ms !== null && (!n.q || n.ok); }
-  // The fastest ranked kernel; a tie goes to the older kernel, as on the server.
+  // Ordered as searches/selectors/speedups.py: on the CPU the highest paired speedup, else the
+  // fastest median; ties go to the faster, then the older kernel.
+  function better(a, aId, b, bId) {
+    if (cfg.paired && (a.eager || 0) !== (b.eager || 0)) return (a.eager || 0) > (b.eager || 0);
+    return a.ms < b.ms || (a.ms === b.ms && aId < bId);
+  }
   function bestKernel() {
     let bestId = null, best = null;
     nodes.forEach((n, id) => {
-      if (ranked(n) && (best === null || n.ms < best.ms || (n.ms === best.ms && id < bestId))) { best = n; bestId = id; }
+      if (ranked(n) && (best === null || better(n, id, best, bestId))) { best = n; bestId = id; }
     });
     return bestId;
   }
@@ -147,7 +156,8 @@
     const n = nodes.get(bestId);
     const strong = el("strong"); strong.textContent = n.ms.toFixed(4) + " ms";
     let tail = "";
-    if (n.eager) tail += " · " + n.eager.toFixed(2) + "× eager";
+    if (n.eager) tail += " · " + n.eager.toFixed(2) + "× " + n.baseline
+      + (n.eagerMs ? " (" + n.baseline + " " + n.eagerMs.toFixed(4) + " ms)" : "");
     if (n.compile) tail += " · " + n.compile.toFixed(2) + "× compile";
     line.replaceChildren("Best: ", strong, tail);
     line.hidden = false;

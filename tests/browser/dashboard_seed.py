@@ -24,10 +24,11 @@ def run(stack, body: str) -> dict:
 
 def small_search(stack, name="seeded search", status="paused") -> dict:
     """seed -> idea -> (fast, broken) ; fast -> idea -> faster. Paused by default, so the real
-    engine (its evaluator re-kicks active searches every minute) leaves the seeded rows be."""
+    engine (its evaluator re-kicks active searches every minute) leaves the seeded rows be. On cuda,
+    as its kernels are timed on an H200: ranked by median."""
     return run(stack, f"""
-p = d.problem(name={name!r} + " problem")
-s = d.search(problem=p, created_by=owner, name={name!r}, status={status!r})
+p = d.problem(name={name!r} + " problem", device="cuda")
+s = d.search(problem=p, created_by=owner, name={name!r}, status={status!r}, device="cuda")
 seed = d.kernel(problem=p, search=s, round=0, median_ms=1.0, name="seed kernel", publish=True)
 i1 = d.idea(search=s, parent_kernel=seed, title="Vectorise the loads", publish=True)
 fast = d.kernel(problem=p, search=s, idea=i1, parent=seed, median_ms=0.5, name="fast kernel", publish=True,
@@ -95,4 +96,22 @@ run = BenchmarkRun.objects.get(kernel__code={seeded['faster']!r})
 run.timing = {{**run.timing, "samples_ms": run.timing["samples_ms"][:49] + [4.19]}}
 run.save()
 out = dict(fork=str(fork.code))
+""")
+
+
+def paired_cpu_search(stack) -> dict:
+    """Issue 36's LayerNorm-CPU: a quiet-host kernel with the faster median but 0.83x the eager timed
+    beside it, and a loaded-host kernel at 1.15x its paired eager (searches/selectors/speedups.py)."""
+    return run(stack, """
+from searches.models import BenchmarkRun, Kernel
+p = d.problem(name="LayerNorm paired", device="cpu")
+s = d.search(problem=p, created_by=owner, name="paired search", status="paused", device="cpu")
+made = {}
+for name, ms, speedup, eager_ms in (("quiet", 0.0506, 0.83, 0.042), ("loaded", 0.21, 1.15, 0.2415)):
+    k = d.kernel(problem=p, search=s, median_ms=ms, name=name, device_name="cpu", publish=True)
+    Kernel.objects.filter(pk=k.pk).update(speedup_vs_eager=speedup)
+    BenchmarkRun.objects.filter(kernel=k).update(speedup_vs_eager=speedup, result={
+        "status": "correct", "paired": {"eager_ms": eager_ms, "speedup": speedup, "dropped": "", "blocks": 8}})
+    made[name] = str(k.code)
+out = dict(problem=str(p.code), search=str(s.code), **made)
 """)

@@ -281,3 +281,18 @@ def test_people_join_in_ideas_need_an_llm_and_kernels_are_user_nodes(problem):
     loop.advance(search.id)
     search.refresh_from_db()
     assert search.current_round == 1
+
+
+def test_a_playbook_search_it_cannot_continue_ends_with_the_reason_not_paused(problem, monkeypatch):
+    from proposers.base import ProposerError
+    from proposers.playbook import PlaybookProposer
+
+    def cannot(self, problem):
+        raise ProposerError("no recipe reads this reduction's expression.")
+    monkeypatch.setattr(PlaybookProposer, "starting_kernel", cannot)
+    search = start(problem)
+    loop.advance(search.id)
+    search.refresh_from_db()
+    assert search.status == Search.Status.COMPLETED
+    assert search.stop_reason.startswith(
+        "not supported by the built-in kernels: no recipe reads this reduction's expression. Submit a kernel")

@@ -19,8 +19,8 @@ def forked(client):
     """A playbook search seed -> fast -> faster, forked from `faster`: the fork copies all three."""
     alice = d.user()
     client.force_login(alice)
-    p = d.problem(family="softmax")
-    s = d.search(problem=p, created_by=alice, name="original search")
+    p = d.problem(family="softmax", device="cuda")  # ranked by median, references where their times fall
+    s = d.search(problem=p, created_by=alice, name="original search", device="cuda")
     seed = d.kernel(problem=p, search=s, round=0, origin="seed", median_ms=1.25, name="seed kernel")
     idea = d.idea(search=s, parent_kernel=seed)
     fast = d.kernel(problem=p, search=s, idea=idea, parent=seed, median_ms=0.5, name="fast", origin="playbook")

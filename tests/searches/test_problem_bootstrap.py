@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
-from searches import catalog
+from searches import catalog, selectors
 from searches.models import EvaluationJob, Problem
 
 pytestmark = pytest.mark.django_db
@@ -50,14 +50,18 @@ def test_catalog_is_loaded_once_with_a_validation_job_per_problem():
         problem = Problem.objects.get(catalog_key=entry.key)
         assert (problem.name, problem.device, problem.source, problem.family) == (
             entry.name, entry.device, entry.source, entry.family)
-        job = EvaluationJob.objects.get(problem=problem, purpose="validate")
-        assert job.device == entry.device and job.status == "queued"
-    assert "GPU problems wait for a CUDA worker" in output
+        if entry.device == "cpu":
+            job = EvaluationJob.objects.get(problem=problem, purpose="validate")
+            assert job.device == entry.device and job.status == "queued"
+        else:  # no CUDA worker serves this install: stored, not queued, and said so
+            assert not EvaluationJob.objects.filter(problem=problem).exists()
+            assert selectors.problem_validation_state(problem)["label"] == "Needs a CUDA worker"
+    assert "GPU problems are stored, not queued: no CUDA worker serves this install" in output
 
     again = bootstrap()
     assert f"Catalog: 0 problem(s) added, {len(entries)} already loaded." in again
     assert Problem.objects.count() == len(entries)
-    assert EvaluationJob.objects.count() == len(entries)
+    assert EvaluationJob.objects.count() == sum(entry.device == "cpu" for entry in entries)
 
 
 def test_a_deleted_catalog_problem_comes_back_and_the_others_stay():
@@ -77,3 +81,9 @@ def test_no_catalog_flag():
 def test_url_option_sets_the_address_printed():
     output = bootstrap("--no-catalog", "--url", "http://127.0.0.1:8123/")
     assert "open http://127.0.0.1:8123/login/" in output
+
+
+def test_catalog_gpu_problems_are_queued_where_a_cuda_worker_serves(settings):
+    settings.RUNNER_DEVICE = "cuda"
+    bootstrap()
+    assert EvaluationJob.objects.filter(device="cuda").exists()

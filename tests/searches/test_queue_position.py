@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation import queue as job_queue
 from searches import selectors
 from searches.models import EvaluationJob, Worker
 from tests.searches import dashboard_data as d
@@ -88,3 +89,18 @@ def test_the_kernel_and_search_pages_show_the_queue(client, queue):
         assert "1 candidate waits for evaluation; the first: position 3 in the cpu evaluation queue" in html, url
     EvaluationJob.objects.filter(pk=queue["mine"].pk).update(status="leased")
     assert 'id="queue-note"' not in client.get(reverse("kernel_detail", args=[k.code])).content.decode()
+
+
+def test_a_kernel_pages_poll_says_queue_place_then_evaluating_then_settled(client):
+    user = d.user()
+    client.force_login(user)
+    p = d.problem()
+    k = d.kernel(problem=p, status="pending", name="waits", run=False)
+    job = job_queue.enqueue_kernel(k)
+    url = reverse("kernel_status", args=[k.code])
+    assert client.get(url).json()["text"].startswith("Position 1 in the cpu evaluation queue")
+    EvaluationJob.objects.filter(pk=job.pk).update(status="leased", run_started_at=timezone.now() - timedelta(seconds=42))
+    assert client.get(url).json() == {"settled": False, "text": "Evaluating for 42 s (compile, check, time)."}
+    k.status = "correct"
+    k.save(update_fields=["status"])
+    assert client.get(url).json()["settled"] is True

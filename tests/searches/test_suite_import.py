@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from searches import services
 from searches.models import Device, EvaluationJob, Problem, Suite, SuiteProblem
 
+from . import dashboard_data as d
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +37,7 @@ def test_the_250_kernelbench_problems_import_with_levels_numbers_and_no_validati
         assert (member.level, member.number) == (entry["level"], entry["number"])
         # Stored byte for byte: the source's hash is the manifest's.
         assert services.suites.source_sha256(member.problem.source) == entry["sha256"]
-    assert {p.device for p in Problem.objects.all()} == {Device.CUDA}
+    assert {p.device for p in Problem.objects.all()} == {Device.CPU}  # what the workers here serve
     assert set(Problem.objects.values_list("validation_status", flat=True)) == {Problem.Validation.PENDING}
     assert not EvaluationJob.objects.exists()
     assert members["level1/1_Square_matrix_multiplication_.py"].problem.name == "L1 #1 Square matrix multiplication"
@@ -267,7 +269,7 @@ def test_a_level_folder_given_itself_keeps_its_level():
 def test_device_on_a_duplicate_says_the_stored_problem_keeps_its_device(tmp_path):
     (tmp_path / "level1").mkdir()
     (tmp_path / "level1" / "1_Softmax.py").write_text(SOFTMAX)
-    call_command("import_problems", str(tmp_path), "--suite", "A", stdout=io.StringIO())
+    call_command("import_problems", str(tmp_path), "--suite", "A", "--device", "cuda", stdout=io.StringIO())
     out = io.StringIO()
     call_command("import_problems", str(tmp_path), "--suite", "B", "--device", "cpu", stdout=out)
     assert ("duplicate level1/1_Softmax.py: same source as “L1 #1 Softmax”; kept on cuda, as stored: the device "
@@ -305,3 +307,10 @@ def test_a_level_4_problem_is_refused_unless_its_models_are_on_disk(tmp_path, mo
     (tmp_path / "models--google--bigbird-roberta-base").mkdir()
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     assert services.suite_import(user=None, suite_name="L4", files=files).rows[0].outcome == "accepted"
+
+
+def test_the_import_device_defaults_to_what_the_workers_serve(client, settings):
+    client.force_login(d.user())
+    assert 'value="cpu" selected' in client.get(reverse("suite_import")).content.decode()
+    settings.RUNNER_DEVICE = "cuda"
+    assert 'value="cuda" selected' in client.get(reverse("suite_import")).content.decode()

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from searches import catalog, services
+from searches import catalog, selectors, services
 from searches.models import Device, Problem
 
 
@@ -57,6 +57,9 @@ class Command(BaseCommand):
 
     def load_catalog(self) -> None:
         loaded = set(Problem.objects.exclude(catalog_key="").values_list("catalog_key", flat=True))
+        # A device no worker here serves would hold its warm-up validations queued forever (and a
+        # banner about them): those problems are stored, and validated on request once one runs.
+        served = selectors.devices_served()
         added = []
         for entry in catalog.problems():
             if entry.key in loaded:
@@ -71,14 +74,16 @@ class Command(BaseCommand):
                 device=entry.device,
                 catalog_key=entry.key,
                 family=entry.family,
+                validate=entry.device in served,
                 priority=services.Priority.BULK,  # warm-up: behind people's own problems and searches
             )
             added.append(entry)
         skipped = len(catalog.problems()) - len(added)
         self.stdout.write(f"Catalog: {len(added)} problem(s) added, {skipped} already loaded.")
-        if added:
-            self.stdout.write("Each new problem is queued for validation by the evaluator.")
-        if any(entry.device == Device.CUDA for entry in added):
+        if any(entry.device in served for entry in added):
+            self.stdout.write("Each new problem for a device served here is queued for validation by the evaluator.")
+        if any(entry.device not in served for entry in added):
             self.stdout.write(
-                "GPU problems wait for a CUDA worker: run `RUNNER_DEVICE=cuda python manage.py evaluator` on a GPU host."
+                "GPU problems are stored, not queued: no CUDA worker serves this install. Once one runs "
+                "(`RUNNER_DEVICE=cuda python manage.py evaluator` on a GPU host), “Validate again” on each queues it."
             )

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from searches import services
+from searches import selectors, services
 from searches.models import Device
 
 
@@ -26,13 +26,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", help="a folder (read recursively), a .zip, or one .py file")
         parser.add_argument("--suite", required=True, help="the suite's name; made if new")
-        parser.add_argument("--device", default=Device.CUDA, choices=Device.values,
-                            help="where the problems run (default: cuda; KernelBench shapes are GPU-sized)")
+        parser.add_argument("--device", default=None, choices=Device.values,
+                            help="where the problems run (default: cuda where a CUDA worker serves, else cpu)")
         parser.add_argument("--validate", action="store_true",
                             help="queue each new problem's sandboxed validation now (default: store only)")
         parser.add_argument("--user", default="", help="username recorded as the problems' creator")
 
     def handle(self, *args, path, suite, device, validate, user, verbosity, **options):
+        device = device or selectors.default_device()
         root = Path(path)
         try:
             if root.is_dir():
