@@ -1,0 +1,38 @@
+"""Whether GPU performance counters are open to an unprivileged process, read from the driver's
+parameters (NVreg_RestrictProfilingToAdminUsers shows there as RmProfilingAdminOnly). The
+sandbox is never elevated to get them: when they are closed the profile says so."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from . import roofline
+
+PARAMS = Path("/proc/driver/nvidia/params")
+
+
+def admin_only(params: str) -> bool | None:
+    """RmProfilingAdminOnly from the driver's parameters; None when the line is missing."""
+    for line in params.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "RmProfilingAdminOnly":
+            return value.strip() != "0"
+    return None
+
+
+def status(params_path: Path = PARAMS) -> dict:
+    """`open` only when the driver lets any user read counters and Nsight Compute is installed."""
+    try:
+        restricted = admin_only(params_path.read_text())
+    except OSError:
+        restricted = None
+    ncu = shutil.which("ncu")
+    if restricted is None:
+        why = "the NVIDIA driver's parameters are not readable here"
+    elif restricted:
+        why = "the driver restricts profiling to admin users (NVreg_RestrictProfilingToAdminUsers=1)"
+    else:
+        why = "" if ncu else "Nsight Compute (ncu) is not installed"
+    is_open = restricted is False and bool(ncu)
+    return {"open": is_open, "ncu": ncu, "note": "" if is_open else f"{roofline.COUNTERS_UNAVAILABLE}: {why}"}

@@ -1,0 +1,38 @@
+"""The counter check: the driver's profiling restriction, read without privilege."""
+
+import os
+
+import pytest
+
+from runner import counters, roofline
+
+PARAMS = "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: {}\nEnableMSI: 1\n"
+
+
+def test_admin_only_parsed():
+    assert counters.admin_only(PARAMS.format(1)) is True
+    assert counters.admin_only(PARAMS.format(0)) is False
+    assert counters.admin_only("EnableMSI: 1\n") is None
+
+
+def test_restricted_host_says_unavailable(tmp_path):
+    params = tmp_path / "params"
+    params.write_text(PARAMS.format(1))
+    found = counters.status(params)
+    assert not found["open"]
+    assert found["note"].startswith(roofline.COUNTERS_UNAVAILABLE) and "admin users" in found["note"]
+
+
+def test_missing_params_say_unavailable(tmp_path):
+    found = counters.status(tmp_path / "absent")
+    assert not found["open"] and "not readable" in found["note"]
+
+
+@pytest.mark.gpu
+def test_counter_check_on_this_gpu_host():
+    """On the H200: the driver's parameters are readable and the check gives a definite answer."""
+    assert os.path.exists(counters.PARAMS), "no /proc/driver/nvidia/params on a GPU host"
+    found = counters.status()
+    assert counters.admin_only(counters.PARAMS.read_text()) is not None
+    assert found["open"] or found["note"].startswith(roofline.COUNTERS_UNAVAILABLE)
+    print("counter check:", found)
