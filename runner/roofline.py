@@ -84,13 +84,11 @@ def bottleneck(*, median_ms: float | None, rates: dict, occupancy_fraction: floa
 def kernel_row(kernel: dict, device: dict) -> dict:
     """One launched kernel's build resources and theoretical occupancy."""
     threads = _product(kernel.get("block"))
-    shared = None
-    if kernel.get("shared_static") is not None or kernel.get("shared_dynamic") is not None:
-        shared = (kernel.get("shared_static") or 0) + (kernel.get("shared_dynamic") or 0)
-    occ = occupancy(threads=threads, registers=kernel.get("registers"), shared=shared, device=device)
+    occ = occupancy(threads=threads, registers=kernel.get("registers"), shared=kernel.get("shared_bytes"),
+                    device=device)
     blocks, sms = _product(kernel.get("grid")), device.get("sm_count")
     waves = blocks / (sms * occ["blocks_per_sm"]) if blocks and sms and occ and occ["blocks_per_sm"] else None
-    return {**kernel, "threads": threads, "shared_bytes": shared, "occupancy": occ and occ["fraction"],
+    return {**kernel, "threads": threads, "occupancy": occ and occ["fraction"],
             "occupancy_limiter": occ and occ["limiter"], "waves": waves}
 
 

@@ -63,9 +63,9 @@ def test_cpu_profile_reports_rates_without_ceilings():
 
 
 def test_gpu_profile_rows_longest_first():
-    kernels = [{"name": "tail", "registers": 16, "shared_static": 0, "shared_dynamic": 0, "block": [128, 1, 1],
+    kernels = [{"name": "tail", "registers": 16, "shared_bytes": 0, "block": [128, 1, 1],
                 "grid": [4, 1, 1], "time_share": 0.1},
-               {"name": "main", "registers": 128, "shared_static": 0, "shared_dynamic": 0, "block": [256, 1, 1],
+               {"name": "main", "registers": 128, "shared_bytes": 0, "block": [256, 1, 1],
                 "grid": [4096, 1, 1], "time_share": 0.9}]
     prof = roofline.profile(device="cuda", kernels=kernels, device_facts=H200, median_ms=1.0, flops=None,
                             min_bytes=1e8, precision="fp32")
