@@ -74,3 +74,13 @@ def test_gpu_profile_rows_longest_first():
     assert prof["kernels"][0]["waves"] == pytest.approx(4096 / (132 * 2))
     assert prof["bottleneck"] == "latency- or launch-bound"  # 100 MB in 1 ms is 2% of the bandwidth
     assert prof["counters"] == roofline.COUNTERS_UNAVAILABLE
+
+
+def test_the_cli_summary_states_the_profile():
+    from runner.cli import summary
+
+    prof = roofline.profile(device="cpu", kernels=None, device_facts={}, median_ms=2.0, flops=None, min_bytes=2e9,
+                            precision="fp32")
+    text = summary({"status": "correct", "profile": prof})
+    assert "profile: no bottleneck inferred (no measured ceilings for this device" in text
+    assert "perf_event_open stays refused" in text
