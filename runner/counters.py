@@ -10,6 +10,7 @@ from pathlib import Path
 from . import roofline
 
 PARAMS = Path("/proc/driver/nvidia/params")
+OPEN = "GPU performance counters are open to unprivileged processes here; the profile does not collect them"
 
 
 def admin_only(params: str) -> bool | None:
@@ -35,4 +36,4 @@ def status(params_path: Path = PARAMS) -> dict:
     else:
         why = "" if ncu else "Nsight Compute (ncu) is not installed"
     is_open = restricted is False and bool(ncu)
-    return {"open": is_open, "ncu": ncu, "note": "" if is_open else f"{roofline.COUNTERS_UNAVAILABLE}: {why}"}
+    return {"open": is_open, "ncu": ncu, "note": OPEN if is_open else f"{roofline.COUNTERS_UNAVAILABLE}: {why}"}

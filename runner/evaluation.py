@@ -333,11 +333,10 @@ def profile_of(result: dict, validation: dict, device: str, build: dict | None) 
     from the candidate's sandbox, so they inform and never judge."""
     device_facts = dict((build or {}).get("device") or {})
     device_facts["name"] = result["environment"].get("device_name")  # the runner's, not the sandbox's word
-    note = counters.status()["note"] if device == "cuda" else None
     return roofline.profile(device=device, kernels=(build or {}).get("kernels"), device_facts=device_facts,
                             median_ms=result["timing"]["median_ms"], flops=validation.get("flops"),
                             min_bytes=validation.get("min_bytes"), precision=result.get("precision"),
-                            counters=note or None)
+                            counters=counters.status()["note"] if device == "cuda" else None)
 
 
 def _cached_validation(problem_source, device, environment, pool, timeout, seed) -> dict:

@@ -23,6 +23,15 @@ def test_restricted_host_says_unavailable(tmp_path):
     assert found["note"].startswith(roofline.COUNTERS_UNAVAILABLE) and "admin users" in found["note"]
 
 
+def test_open_counters_need_nsight_compute(tmp_path, monkeypatch):
+    params = tmp_path / "params"
+    params.write_text(PARAMS.format(0))
+    monkeypatch.setattr(counters.shutil, "which", lambda name: None)
+    assert "ncu) is not installed" in counters.status(params)["note"]
+    monkeypatch.setattr(counters.shutil, "which", lambda name: "/usr/local/cuda/bin/ncu")
+    assert counters.status(params) == {"open": True, "ncu": "/usr/local/cuda/bin/ncu", "note": counters.OPEN}
+
+
 def test_missing_params_say_unavailable(tmp_path):
     found = counters.status(tmp_path / "absent")
     assert not found["open"] and "not readable" in found["note"]
@@ -34,5 +43,5 @@ def test_counter_check_on_this_gpu_host():
     assert os.path.exists(counters.PARAMS), "no /proc/driver/nvidia/params on a GPU host"
     found = counters.status()
     assert counters.admin_only(counters.PARAMS.read_text()) is not None
-    assert found["open"] or found["note"].startswith(roofline.COUNTERS_UNAVAILABLE)
+    assert found["note"] == counters.OPEN if found["open"] else found["note"].startswith(roofline.COUNTERS_UNAVAILABLE)
     print("counter check:", found)
