@@ -5,6 +5,8 @@ sandbox is never elevated to get them: when they are closed the profile says so.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from . import roofline
@@ -37,3 +39,27 @@ def status(params_path: Path = PARAMS) -> dict:
         why = "" if ncu else "Nsight Compute (ncu) is not installed"
     is_open = restricted is False and bool(ncu)
     return {"open": is_open, "ncu": ncu, "note": OPEN if is_open else f"{roofline.COUNTERS_UNAVAILABLE}: {why}"}
+
+
+# A trivial kernel for the probe's direct test: Nsight Compute reading one counter of it.
+TRIVIAL = "import torch; x = torch.ones(1 << 20, device='cuda'); print(float((x + 1).sum()))"
+NCU_METRIC = "sm__cycles_elapsed.avg"
+
+
+def ncu_trial(timeout: float = 180.0) -> dict:
+    """The probe's direct check, as this process's uid: ncu on a trivial kernel, clocks untouched."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return {"open": None, "note": "Nsight Compute (ncu) is not on this process's PATH"}
+    done = subprocess.run([ncu, "--clock-control", "none", "--metrics", NCU_METRIC, sys.executable, "-c", TRIVIAL],
+                          capture_output=True, text=True, timeout=timeout)
+    return read_trial(done.returncode, done.stdout + done.stderr)
+
+
+def read_trial(returncode: int, output: str) -> dict:
+    """ERR_NVGPUCTRPERM is the driver refusing counters to this user; a metric read means open."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return {"open": False, "note": f"{roofline.COUNTERS_UNAVAILABLE}: the driver refused counters to this user"}
+    if returncode == 0 and NCU_METRIC in output:
+        return {"open": True, "note": OPEN}
+    return {"open": None, "note": f"ncu failed (exit {returncode}): {output.strip()[-300:]}"}

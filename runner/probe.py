@@ -102,7 +102,7 @@ def _counters():
     """Whether the profile can have Nsight Compute metrics here, as the sandbox's uid sees it."""
     from . import counters
 
-    return counters.status()
+    return {**counters.status(), "ncu_trial": counters.ncu_trial()}
 
 
 def _nvml():

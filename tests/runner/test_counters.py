@@ -37,6 +37,15 @@ def test_missing_params_say_unavailable(tmp_path):
     assert not found["open"] and "not readable" in found["note"]
 
 
+def test_an_ncu_trial_is_read():
+    refused = counters.read_trial(1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+                                     "NVIDIA GPU Performance Counters on the target device 0.")
+    assert refused["open"] is False and refused["note"].startswith(roofline.COUNTERS_UNAVAILABLE)
+    read = counters.read_trial(0, "  sm__cycles_elapsed.avg      cycle     3,412\n")
+    assert read == {"open": True, "note": counters.OPEN}
+    assert counters.read_trial(2, "==ERROR== no kernels were profiled")["open"] is None
+
+
 @pytest.mark.gpu
 def test_counter_check_on_this_gpu_host():
     """On the H200: the driver's parameters are readable and the check gives a definite answer."""
@@ -44,4 +53,8 @@ def test_counter_check_on_this_gpu_host():
     found = counters.status()
     assert counters.admin_only(counters.PARAMS.read_text()) is not None
     assert found["note"] == counters.OPEN if found["open"] else found["note"].startswith(roofline.COUNTERS_UNAVAILABLE)
-    print("counter check:", found)
+    # ncu on a trivial kernel as this test's user; the sandbox's own answer (an unprivileged uid) is
+    # `python -m runner probe --device cuda`'s `counters.ncu_trial` (scripts/gpu_check.sh: sandbox-probe.json)
+    trial = counters.ncu_trial()
+    assert trial["open"] is not None, trial["note"]
+    print("counter check:", found, "ncu trial:", trial)
