@@ -227,7 +227,8 @@ def kernel_block(name: str, kernel: KernelContext | None) -> str:
         text += ("\nThe runner's notes on it (advice, not the verdict):\n"
                  f"{fence(name + '_notes', chr(10).join('- ' + n for n in kernel.notes))}")
     if kernel.profile:
-        text += f"\nIts profile (the runner's, from the build and the timings):\n{fence(name + '_profile', kernel.profile)}"
+        text += ("\nIts profile (the runner's, from the build and the timings):\n"
+                 f"{fence(name + '_profile', kernel.profile)}")
     return text
 
 

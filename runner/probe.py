@@ -3,8 +3,8 @@
 Run as the sandbox's `probe` job (trusted code, no candidate): the uid, capabilities,
 no_new_privs and seccomp state it runs with, whether host secrets are visible, and on a
 GPU whether CUDA, NVRTC (cupy), Triton and its cache, CUPTI activity (torch.profiler),
-NVML, GPU performance counters (runner/counters.py) and, with `load_inline`, torch's C++/CUDA extension build work under that uid and
-filter. Each check reports ok or its error; nothing here raises.
+NVML, GPU performance counters (runner/counters.py) and, with `load_inline`, torch's C++/CUDA
+extension build work under that uid and filter. Each check reports ok or its error; nothing here raises.
 """
 
 from __future__ import annotations

@@ -99,9 +99,9 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
-                 profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
-                 language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent,
-                 thinking_tokens=thinking_tokens or 0)
+                 profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens,
+                 max_cost_usd=max_cost_usd, device=device, language=language or "", stale_rounds=stale_rounds,
+                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     require_search_room(user)  # OverQuota past the person's cap on searches queued or running
