@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 MAX_KERNELS = 8
+CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
 DEVICE_LIMITS = (("sm_count", "multi_processor_count"), ("warp_size", "warp_size"),
                  ("max_threads_per_sm", "max_threads_per_multi_processor"),
                  ("registers_per_sm", "regs_per_multiprocessor"),
@@ -64,11 +65,19 @@ def cupy_local_bytes(built: dict) -> dict:
     found = {}
     for name, function in built.items():
         try:
-            attrs = getattr(function, "attributes", None)
-            found[name] = int(attrs["local_size_bytes"] if attrs else function.local_size_bytes)
+            found[name] = _cupy_local_size(function)
         except Exception:  # noqa: BLE001 - an attribute this cupy does not have: unknown
             continue
     return found
+
+
+def _cupy_local_size(function) -> int:
+    attrs = getattr(function, "attributes", None)  # a RawKernel's dict of its function's attributes
+    if attrs:
+        return int(attrs["local_size_bytes"])
+    from cupy.cuda import driver  # a RawModule's Function: the driver's attribute of its handle
+
+    return int(driver.funcGetAttribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function.ptr))
 
 
 def triton_local_bytes(module) -> dict:

@@ -1,6 +1,7 @@
 """Reading the launched kernels' resources (runner/kernelattrs.py), off recorded shapes of what
 torch.profiler's trace, cupy and Triton hold: the parsing needs no GPU."""
 
+import sys
 from types import SimpleNamespace
 
 from runner import kernelattrs
@@ -29,11 +30,14 @@ def test_demangled_names_match_their_base_name():
     assert rows[0]["local_bytes"] == 16
 
 
-def test_cupy_local_memory_from_either_kind_of_function():
+def test_cupy_local_memory_from_either_kind_of_function(monkeypatch):
     raw_kernel = SimpleNamespace(attributes={"local_size_bytes": 24, "num_regs": 64})
-    function = SimpleNamespace(local_size_bytes=0)
+    driver = SimpleNamespace(funcGetAttribute=lambda attribute, ptr: {(3, 77): 8}[(attribute, ptr)])
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(driver=driver)))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", SimpleNamespace(driver=driver))
+    function = SimpleNamespace(ptr=77)  # a RawModule's Function
     broken = SimpleNamespace()
-    assert kernelattrs.cupy_local_bytes({"a": raw_kernel, "b": function, "c": broken}) == {"a": 24, "b": 0}
+    assert kernelattrs.cupy_local_bytes({"a": raw_kernel, "b": function, "c": broken}) == {"a": 24, "b": 8}
 
 
 def test_triton_spills_from_the_jit_caches_and_through_an_autotuner():
