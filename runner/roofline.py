@@ -11,7 +11,7 @@ from . import ceilings
 
 COUNTERS_UNAVAILABLE = "counter profile unavailable on this host"
 CPU_COUNTERS = "no hardware counters on the CPU: perf_event_open stays refused in the sandbox"
-# Per-SM limits the device facts do not carry; the same from sm_80 to sm_90.
+# Per-SM limits the device facts do not carry, as on sm_80 and sm_90 (sm_86 and sm_89 keep 16 and 24 blocks).
 MAX_BLOCKS_PER_SM = 32
 REGISTER_UNIT = 256  # registers are allocated per warp in units of 256
 SHARED_RESERVED = 1024  # bytes the driver keeps per block (sm_80 and later)
