@@ -85,6 +85,7 @@ class KernelContext:
     speedup_vs_parent: float | None = None
     paired_eager_ms: float | None = None  # CPU: the eager time its speedup was measured against, timed beside it
     notes: tuple[str, ...] = ()  # the runner's advisories and notes (a fallback that ran): said, not verdicts
+    profile: str = ""  # the runner's profile (prompts.profile_text), for a round's top kernels
 
 
 @dataclass

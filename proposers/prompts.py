@@ -226,7 +226,40 @@ def kernel_block(name: str, kernel: KernelContext | None) -> str:
     if kernel.notes:
         text += ("\nThe runner's notes on it (advice, not the verdict):\n"
                  f"{fence(name + '_notes', chr(10).join('- ' + n for n in kernel.notes))}")
+    if kernel.profile:
+        text += ("\nIts profile (the runner's, from the build and the timings):\n"
+                 f"{fence(name + '_profile', kernel.profile)}")
     return text
+
+
+def profile_text(profile: dict) -> str:
+    """The verdict's profile (runner/roofline.py) as the model reads it: the bottleneck and why,
+    the achieved rates, each launched kernel's resources, and what the counters say."""
+    lines = [f"bottleneck: {profile.get('bottleneck') or 'unknown'} ({profile.get('why') or ''})"]
+    rates = [f"{profile['bandwidth_gbs']:.4g} GB/s" + _share(profile.get("bandwidth_fraction"), "bandwidth")
+             if profile.get("bandwidth_gbs") else "",
+             f"{profile['tflops']:.3g} TFLOP/s" + _share(profile.get("compute_fraction"), "FLOP rate")
+             if profile.get("tflops") else ""]
+    if any(rates):
+        lines.append("achieved: " + ", ".join(r for r in rates if r))
+    lines += [_kernel_line(k) for k in (profile.get("kernels") or [])[:3]]
+    lines.append(f"counters: {profile.get('counters') or 'none'}")
+    return "\n".join(lines)
+
+
+def _share(fraction: float | None, of: str) -> str:
+    return f" ({fraction:.0%} of the measured {of})" if fraction is not None else ""
+
+
+def _kernel_line(k: dict) -> str:
+    def known(value, unit):
+        return f"{value:g}{unit}" if value is not None else "?"
+    occupancy = (f"{k['occupancy']:.0%} theoretical occupancy (limited by {k.get('occupancy_limiter')})"
+                 if k.get("occupancy") is not None else "occupancy unknown")
+    return (f"kernel {k.get('name', '?')[:80]}: {known(k.get('registers'), '')} registers/thread, "
+            f"{known(k.get('shared_bytes'), ' B')} shared/block, {known(k.get('local_bytes'), ' B')} local/thread "
+            f"(spills), block {k.get('block')}, grid {k.get('grid')}, {occupancy}, "
+            f"{(k.get('time_share') or 0):.0%} of its GPU time")
 
 
 def speed_of_light_text(sol: dict) -> str:

@@ -119,6 +119,10 @@ def summary(result: dict) -> str:
     if result.get("fallback"):
         lines.append(f"fallback: it {result['fallback']}")
     lines += [f"advisory ({a['code']}): {a['reason']}" for a in result.get("advisories") or []]
+    profile = result.get("profile")
+    if profile:
+        lines.append(f"profile: {profile['bottleneck'] or 'no bottleneck inferred'} ({profile['why']}); "
+                     f"counters: {profile['counters']}")
     if result.get("family"):
         lines.append(f"family: {result['family']}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, exchange, findings, gpumem, quarantine, schema, watchdog
+from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, schema, watchdog
 from .pairing import Pairing
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
@@ -185,8 +185,10 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     result["phases"].update(sandbox_s=outcome.seconds, warm_wait_s=sandbox.warm_wait + builds.warm_wait_s)
     if sandbox.ready_s is not None:  # how long the candidate's sandbox took to warm up (the pool's refill time)
         result["phases"]["warm_up_s"] = sandbox.ready_s
+    build = result.pop("build", None)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
+        result["profile"] = profile_of(result, validation, device, build)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
         # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
         result["quarantined"] = True
@@ -225,7 +227,7 @@ def _candidate_verdict(result: dict, outcome, sandbox) -> None:
         raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used",
                "reason_code": findings.RULE}
     for name in ("status", "reason", "reason_code", "precision", "compile", "timing", "phases", "log", "exchange",
-                 "flag_baseline", "fallback"):
+                 "flag_baseline", "fallback", "build"):
         if name in raw:
             result[name] = raw[name]
     limited = sandbox.limit_hit(result["status"], result["reason"], log=result["log"])
@@ -301,7 +303,8 @@ def empty_verdict(seed: int | None) -> dict:
             "baseline": {"eager_ms": None, "compile_ms": None, "compile_mode": None},
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
-            "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": []}
+            "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": [],
+            "profile": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:
@@ -323,6 +326,17 @@ def _speedups(result: dict, validation: dict, device: str) -> None:
                                 validation.get("min_bytes"))
     flagged, why = quarantine.judge(median, baseline, floor)
     result["quarantined"], result["quarantine_reason"] = flagged, (why or None)
+
+
+def profile_of(result: dict, validation: dict, device: str, build: dict | None) -> dict:
+    """The no-privilege profile (runner/roofline.py) of a correct kernel; its build's figures come
+    from the candidate's sandbox, so they inform and never judge."""
+    device_facts = dict((build or {}).get("device") or {})
+    device_facts["name"] = result["environment"].get("device_name")  # the runner's, not the sandbox's word
+    return roofline.profile(device=device, kernels=(build or {}).get("kernels"), device_facts=device_facts,
+                            median_ms=result["timing"]["median_ms"], flops=validation.get("flops"),
+                            min_bytes=validation.get("min_bytes"), precision=result.get("precision"),
+                            counters=counters.status()["note"] if device == "cuda" else None)
 
 
 def _cached_validation(problem_source, device, environment, pool, timeout, seed) -> dict:

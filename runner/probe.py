@@ -3,8 +3,8 @@
 Run as the sandbox's `probe` job (trusted code, no candidate): the uid, capabilities,
 no_new_privs and seccomp state it runs with, whether host secrets are visible, and on a
 GPU whether CUDA, NVRTC (cupy), Triton and its cache, CUPTI activity (torch.profiler),
-NVML and, with `load_inline`, torch's C++/CUDA extension build work under that uid and
-filter. Each check reports ok or its error; nothing here raises.
+NVML, GPU performance counters (runner/counters.py) and, with `load_inline`, torch's C++/CUDA
+extension build work under that uid and filter. Each check reports ok or its error; nothing here raises.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def run(device: str, load_inline: bool = False) -> dict:
     _check(results, "triton", _triton)
     _check(results, "cupti", _cupti)
     _check(results, "nvml", _nvml)
+    _check(results, "counters", _counters)
     if load_inline:
         _check(results, "load_inline", _load_inline)
     return results
@@ -95,6 +96,13 @@ def _cupti():
     kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
     assert kernels, "no CUDA activity recorded"
     return len(kernels)
+
+
+def _counters():
+    """Whether the profile can have Nsight Compute metrics here, as the sandbox's uid sees it."""
+    from . import counters
+
+    return {**counters.status(), "ncu_trial": counters.ncu_trial()}
 
 
 def _nvml():

@@ -122,7 +122,9 @@ def _deeper_than(line: bytes, limit: int) -> bool:
 # --- evaluation -----------------------------------------------------------------------------
 
 EVALUATION_KEYS = ("status", "reason", "reason_code", "precision", "compile", "correctness", "timing",
-                   "device_fault", "phases", "log", "exchange", "flag_baseline", "fallback")
+                   "device_fault", "phases", "log", "exchange", "flag_baseline", "fallback", "build")
+BUILD_KERNEL_KEYS = ("name", "registers", "shared_bytes", "grid", "block", "local_bytes", "launches", "time_share")
+BUILD_DEVICE_KEYS = ("name", "sm_count", "warp_size", "max_threads_per_sm", "registers_per_sm", "shared_mem_per_sm")
 FLAG_KEYS = ("cudnn.benchmark", "cudnn.allow_tf32", "cuda.matmul.allow_tf32", "float32_matmul_precision")
 MAX_TRIALS = 64
 MAX_CALLS = 256
@@ -157,10 +159,36 @@ def evaluation(raw) -> dict:
     clean["exchange"] = _exchange(raw.get("exchange"))
     clean["flag_baseline"] = _flag_baseline(raw.get("flag_baseline"))
     clean["fallback"] = _text(raw.get("fallback"), "fallback", 400, optional=True)
+    clean["build"] = _build(raw.get("build"))
     phases = _dict(raw.get("phases") or {}, "phases", ("build_s", "device_wait_s", "correctness_s", "timing_s"))
     clean["phases"] = {k: _number(v, f"phases.{k}", high=86400) for k, v in phases.items()}
     if status == "correct" and clean["timing"] is None:
         raise Malformed("a verdict that found nothing wrong needs a timing")
+    return clean
+
+
+def _build(raw) -> dict | None:
+    """The launched kernels' resources (runner/kernelattrs.py): advisory figures for the profile."""
+    if raw is None:
+        return None
+    raw = _dict(raw, "build", ("kernels", "device"))
+    device = _dict(raw.get("device") or {}, "build.device", BUILD_DEVICE_KEYS)
+    clean_device = {k: _number(device.get(k), f"build.device.{k}", optional=True, high=1e9)
+                    for k in BUILD_DEVICE_KEYS if k != "name"}
+    clean_device["name"] = _text(device.get("name"), "build.device.name", 200, optional=True)
+    return {"kernels": [_build_kernel(k) for k in _list(raw.get("kernels") or [], "build.kernels", 8)],
+            "device": clean_device}
+
+
+def _build_kernel(raw) -> dict:
+    raw = _dict(raw, "build.kernels[]", BUILD_KERNEL_KEYS)
+    clean = {k: _number(raw.get(k), f"build.{k}", optional=True, high=1e9)
+             for k in ("registers", "shared_bytes", "local_bytes", "launches")}
+    clean["time_share"] = _number(raw.get("time_share"), "build.time_share", optional=True, high=1.0 + 1e-6)
+    clean["name"] = _text(raw.get("name"), "build.name", 200)
+    for dims in ("grid", "block"):
+        value = _list(raw.get(dims) or [], f"build.{dims}", 3)
+        clean[dims] = [int(_number(d, f"build.{dims}", high=2**31)) for d in value] or None
     return clean
 
 

@@ -285,6 +285,7 @@ class LaunchCounter:
         self.active = False
         self.libraries: list[str] = []
         self.launches = Launches("", "cpu")  # inert until watch()
+        self.built: dict = {}  # name -> cupy kernel launched, for its attributes (runner/kernelattrs.py)
 
     def watch(self, source: str, device: str) -> None:
         """Driver-level accounting of the kernels each untimed call launches (runner/launches.py; CUDA only)."""
@@ -334,6 +335,7 @@ class LaunchCounter:
         class CountedRawKernel(raw_kernel):
             def __call__(self, *args, **kwargs):
                 counter.count()
+                counter.built.setdefault(self.name, self)
                 return raw_kernel.__call__(self, *args, **kwargs)
 
         class CountedFunction:
@@ -355,7 +357,9 @@ class LaunchCounter:
 
         class CountedRawModule(raw_module):
             def get_function(self, name):
-                return CountedFunction(raw_module.get_function(self, name))
+                function = raw_module.get_function(self, name)
+                counter.built.setdefault(name, function)
+                return CountedFunction(function)
 
         cupy.RawKernel, cupy.RawModule = CountedRawKernel, CountedRawModule
 

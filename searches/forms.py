@@ -140,6 +140,9 @@ class SearchKnobs(forms.Form):
     bank_size = forms.IntegerField(min_value=0, max_value=50, initial=2, label="Bank of earlier good kernels")
     repair_attempts = forms.IntegerField(min_value=0, max_value=5, initial=1, required=False, label="Repair turns per failed kernel",
                                          help_text="Each gets the runner's verdict, reason and log (LLM only).")
+    profiled_kernels = forms.IntegerField(min_value=0, max_value=20, initial=2, required=False,
+                                          label="Profiled kernels per round",
+                                          help_text="The fastest correct kernels whose profile the next ideas see.")
     stale_rounds = forms.IntegerField(min_value=0, max_value=50, initial=0, required=False, label="Stop after rounds without gain",
                                       help_text="0: run every round.")
     sol_stop_percent = forms.IntegerField(min_value=0, max_value=100, initial=0, required=False,
@@ -152,8 +155,8 @@ class SearchKnobs(forms.Form):
 
     def search_fields(self) -> dict:
         data = dict(self.cleaned_data)
-        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("stale_rounds", 0),
-                             ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
+        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("profiled_kernels", 2),
+                             ("stale_rounds", 0), ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
                              ("kernel_model", ""), ("repair_model", "")):
             if data.get(key) in (None, ""):
                 data[key] = default

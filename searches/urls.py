@@ -53,6 +53,7 @@ urlpatterns += [
     path("kernels/<uuid:code>/export.py", kernels.kernel_export, name="kernel_export"),
     path("kernels/<uuid:code>/bundle.zip", kernels.kernel_bundle, name="kernel_bundle"),
     path("kernels/<uuid:code>/rerun/", kernels.kernel_rerun, name="kernel_rerun"),
+    path("kernels/<uuid:code>/profile/", kernels.kernel_profile, name="kernel_profile"),
     path("kernels/<uuid:code>/approve/", kernels.kernel_approve, name="kernel_approve"),
     path("kernels/<uuid:code>/share/", share.share_kernel, name="share_kernel"),
     path("compare/", compare.compare, name="compare"),

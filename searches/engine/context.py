@@ -73,7 +73,20 @@ def kernel_context(kernel: Kernel) -> KernelContext:
                            else None),
         paired_eager_ms=paired_eager_ms(result),
         notes=runner_notes(result),
+        profile=profile_shown(kernel, result),
     )
+
+
+def profile_shown(kernel: Kernel, result: dict) -> str:
+    """The run's profile, for one of its round's `profiled_kernels` fastest ranked kernels only
+    (a profile the next ideas call reads is evidence; on every kernel it would be noise)."""
+    profile = result.get("profile")
+    if not profile or kernel.search is None or not kernel_is_ranked(kernel):
+        return ""
+    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, status=Verdict.CORRECT, quarantined=False,
+                                 median_ms__isnull=False, duplicate_of__isnull=True)
+           .order_by("median_ms", "id").values_list("id", flat=True)[:kernel.search.profiled_kernels])
+    return prompts.profile_text(profile) if kernel.id in set(top) else ""
 
 
 def runner_notes(result: dict) -> tuple[str, ...]:

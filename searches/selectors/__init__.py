@@ -14,6 +14,7 @@ from .kernels import (  # noqa: F401
     kernel_runs,
     kernel_primary_run,
     kernel_pending_rerun,
+    kernel_profile,
     kernel_by_code,
     kernel_signature,
     kernel_compare_problem,

@@ -46,6 +46,16 @@ def kernel_primary_run(runs: list[BenchmarkRun]) -> BenchmarkRun | None:
     return runs[0] if runs else None
 
 
+def kernel_profile(runs: list[BenchmarkRun]) -> tuple[BenchmarkRun, dict] | tuple[None, None]:
+    """The newest run's profile (runner/roofline.py), any purpose: a profile asked for on the page
+    arrives with a verified rerun, and runs from before profiles existed have none."""
+    for run in runs:
+        profile = (run.result or {}).get("profile")
+        if isinstance(profile, dict):
+            return run, profile
+    return None, None
+
+
 def kernel_pending_rerun(*, kernel: Kernel) -> bool:
     return EvaluationJob.objects.filter(
         kernel=kernel, purpose=EvaluationJob.Purpose.RERUN,

@@ -26,6 +26,7 @@ SEARCH_KNOB_LIMITS = {
     "kernels_per_idea": (1, 20),
     "bank_size": (0, 50),
     "repair_attempts": (0, 5),
+    "profiled_kernels": (0, 20),
     "stale_rounds": (0, 50),
     "sol_stop_percent": (0, 100),
     "thinking_tokens": (0, 64000),
@@ -91,16 +92,16 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
                  allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1, language: str = "", stale_rounds: int = 0,
+                 repair_attempts: int = 1, profiled_kernels: int = 2, language: str = "", stale_rounds: int = 0,
                  sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
                  repair_model: str = "") -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
-                 max_candidates=max_candidates, max_tokens=max_tokens, max_cost_usd=max_cost_usd, device=device,
-                 language=language or "", stale_rounds=stale_rounds, sol_stop_percent=sol_stop_percent,
-                 thinking_tokens=thinking_tokens or 0)
+                 profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens,
+                 max_cost_usd=max_cost_usd, device=device, language=language or "", stale_rounds=stale_rounds,
+                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     require_search_room(user)  # OverQuota past the person's cap on searches queued or running

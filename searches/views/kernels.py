@@ -39,6 +39,7 @@ def kernel_context(kernel: Kernel, *, shared: bool = False) -> dict:
         diff = {"html": mark_safe(render_diff(rows, left_title=f"parent: {parent}", right_title=str(kernel))),  # noqa: S308
                 "stats": diff_stats(rows)}
     correctness = (run.correctness or {}) if run else {}
+    profile_run, profile = selectors.kernel_profile(runs)
     return {
         "kernel": kernel, "problem": kernel.problem, "search": kernel.search, "idea": kernel.idea,
         "parent": parent, "call": kernel.call, "runs": runs, "run": run, "diff": diff,
@@ -49,6 +50,7 @@ def kernel_context(kernel: Kernel, *, shared: bool = False) -> dict:
         "environment": (run.environment or {}) if run else {},
         "baseline": (run.baseline or {}) if run else {},
         "provenance": selectors.provenance(runs),
+        "profile": profile, "profile_run": profile_run,
         "shared": shared,
     }
 
@@ -171,6 +173,22 @@ def kernel_rerun(request, code):
         messages.error(request, f"Could not request a rerun: {error_text(error)}")
     else:
         messages.success(request, "Verified rerun requested: a fresh process with a new seed will time it again.")
+    return redirect("kernel_detail", code=kernel.code)
+
+
+@login_required
+@require_POST
+@limits_sandbox_work
+def kernel_profile(request, code):
+    """Profile on demand: every correct evaluation returns the kernel's profile, so this queues one
+    (a verified rerun, fresh seed) and the page shows its profile once it is done."""
+    kernel = get_kernel(code)
+    try:
+        services.kernel_request_rerun(kernel=kernel, user=request.user)
+    except (ValidationError, PermissionDenied) as error:
+        messages.error(request, f"Could not request a profile: {error_text(error)}")
+    else:
+        messages.success(request, "Profile requested: a verified rerun will measure it; it shows here when done.")
     return redirect("kernel_detail", code=kernel.code)
 
 

@@ -41,6 +41,9 @@ def test_honest_c_kernels_are_accepted(cpu_pool, problem, kernel):
     assert result["quarantined"] is False
     assert result["phases"]["truths_s"] > 0 and result["phases"]["truths_wait_s"] >= 0  # the truths' sandbox
     assert result["phases"]["warm_up_s"] > 0  # the candidate's sandbox, from its start to ready
+    profile = result["profile"]  # no host ceilings: the rates alone, and why there are no counters
+    assert profile["bandwidth_gbs"] > 0 and profile["bandwidth_fraction"] is None and profile["kernels"] is None
+    assert "perf_event_open" in profile["counters"]
 
 
 def test_exact_layernorm_passes_where_the_naive_one_fails(cpu_pool):

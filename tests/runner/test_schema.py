@@ -40,12 +40,25 @@ def test_a_good_verdict_passes_and_its_summary_is_recomputed():
                                   "timed_calls": 1}), "calls"),
     (lambda v: v.update(phases={"build_s": True}), "not a number"),
     (lambda v: v.update(compile=[1, 2]), "not an object"),
+    (lambda v: v.update(build={"kernels": [{"name": "k", "registers": -4}], "device": {}}), "out of range"),
+    (lambda v: v.update(build={"kernels": [{"name": "k", "grid": [1, 2, 3, 4]}], "device": {}}), "short list"),
+    (lambda v: v.update(build={"kernels": [], "device": {"secret": 1}}), "unknown field"),
 ])
 def test_malformed_verdicts_are_refused_with_a_reason(change, words):
     verdict = good_verdict()
     change(verdict)
     with pytest.raises(schema.Malformed, match=words):
         schema.evaluation(verdict)
+
+
+def test_a_build_report_is_kept_cleaned():
+    verdict = good_verdict()
+    verdict["build"] = {"kernels": [{"name": "softmax_rows", "registers": 40, "shared_bytes": 4096, "grid": [4096],
+                                     "block": [256, 1, 1], "local_bytes": 0, "launches": 1, "time_share": 1.0}],
+                        "device": {"name": "NVIDIA H200", "sm_count": 132}}
+    build = schema.evaluation(verdict)["build"]
+    assert build["kernels"][0]["registers"] == 40 and build["kernels"][0]["grid"] == [4096]
+    assert build["device"]["sm_count"] == 132 and build["device"]["registers_per_sm"] is None
 
 
 def test_a_sandbox_cannot_claim_correctness():

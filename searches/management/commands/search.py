@@ -35,6 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--bank", type=int, default=2, help="extra good earlier kernels as parents (default 2)")
         parser.add_argument("--repairs", type=int, default=1,
                             help="repair turns per failed kernel, any failure verdict (default 1)")
+        parser.add_argument("--profiled-kernels", type=int, default=2,
+                            help="a round's fastest kernels whose profile the next ideas calls see (default 2)")
         parser.add_argument("--language", default="", help="cuda_nvrtc, cuda_inline, triton or c (default: the device's)")
         parser.add_argument("--stale-rounds", type=int, default=0,
                             help="stop after this many rounds without a faster kernel (default 0: off)")
@@ -81,7 +83,8 @@ class Command(BaseCommand):
                     problem=problem, user=None, proposer=proposer, model=opts["model"], effort=opts["effort"],
                     device=device, rounds=opts["rounds"], parents_per_round=opts["parents"],
                     ideas_per_parent=opts["ideas"], kernels_per_idea=opts["kernels"], bank_size=opts["bank"],
-                    repair_attempts=opts["repairs"], allow_library=opts["allow_library"],
+                    repair_attempts=opts["repairs"], profiled_kernels=opts["profiled_kernels"],
+                    allow_library=opts["allow_library"],
                     language=opts["language"], stale_rounds=opts["stale_rounds"], max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
                     thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
