@@ -1,8 +1,5 @@
-"""KernelLab's data: problems, searches and their tree of ideas and kernels, runs, events, links.
-
-Anything shown to people outside the database (URLs, share links) uses the UUID `code`,
-never the primary key.
-"""
+"""KernelLab's data: problems, searches and their tree of ideas and kernels, runs, events, links. Anything
+shown outside the database (URLs, share links) uses the UUID `code`, never the primary key."""
 
 import uuid
 
