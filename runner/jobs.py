@@ -21,7 +21,7 @@ from . import compile as compiling
 from . import findings, machine, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
-from . import globalstate, timing, verify
+from . import globalstate, kernelattrs, timing, verify
 from .exchange import Writer
 
 ROOT = Path(os.environ.get("KERNELLAB_SANDBOX_ROOT", "/tmp"))
@@ -228,8 +228,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
-    if device == "cuda":
-        result["build"] = _build_resources(module, new, seed, counter)
+    if device == "cuda":  # the profile's build resources (runner/kernelattrs.py), never part of the verdict
+        result["build"] = kernelattrs.collect_or_none(
+            new, lambda: problems.make_inputs(module, "get_inputs", seed, "cuda"), counter.built,
+            ROOT / "kernellab-profile.json")
     if state.get("fell_back") and state.get("own_calls"):  # library mode: timed as what it is, with the note
         call, ops, caught = state["fell_back"]
         result["fallback"] = (f"fell back to PyTorch on untimed call {call} of {state['calls']} ({', '.join(ops)}): "
@@ -237,18 +239,6 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     kernel_flags = {k: v for k, v in globalstate.backend_flags().items() if v != runner_flags[k]}
     if kernel_flags:  # eager under the flags the kernel set: their own effect is never the kernel's credit
         result["flag_baseline"] = _eager_under_flags(module, reference, device, seed, channel, kernel_flags)
-
-
-def _build_resources(module, new, seed: int, counter) -> dict | None:
-    """The launched kernels' registers, shared and local memory (runner/kernelattrs.py), for the
-    profile; None when the profiler cannot say (it never changes the verdict)."""
-    from . import kernelattrs
-
-    try:
-        inputs = problems.make_inputs(module, "get_inputs", seed, "cuda")
-        return kernelattrs.collect(new, inputs, counter.built, ROOT / "kernellab-profile.json")
-    except Exception:  # noqa: BLE001 - no profile rather than no verdict
-        return None
 
 
 def _eager_under_flags(module, reference, device: str, seed: int, channel, flags: dict) -> dict:

@@ -39,6 +39,14 @@ def collect(call, inputs, built: dict, trace: Path) -> dict:
                        **{key: int(getattr(props, attr, 0) or 0) or None for key, attr in DEVICE_LIMITS}}}
 
 
+def collect_or_none(call, make_inputs, built: dict, trace: Path) -> dict | None:
+    """`collect` on fresh inputs, or None when the profiler cannot say: no profile rather than no verdict."""
+    try:
+        return collect(call, make_inputs(), built, trace)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def rows(events: list[dict], local: dict) -> list[dict]:
     """Kernel events grouped by name: summed time (as a share), the first launch's shape."""
     kernels = [e for e in events if e.get("cat") == "kernel"]
