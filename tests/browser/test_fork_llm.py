@@ -107,10 +107,10 @@ out = dict(proposer=f.proposer, forked_from=str(f.forked_from.code), sources=[k.
 """)
     assert fork["proposer"] == "anthropic" and fork["forked_from"] == source["code"]
     assert fork["sources"] == source["best"] and fork["origins"] == ["fork", "fork"]
-    # The model was asked for ideas for each of them, shown as the parent.
+    # The model was asked for ideas for each of them, shown as the parent (or named, where the bank shows it).
     asked = [s.user_text for s in fake.requests if task_of(s) == "ideas"]
     for kernel_id in fork["ids"]:
-        assert any(f"Kernel #{kernel_id}" in text for text in asked)
+        assert any(f"Kernel #{kernel_id}" in text or f" above (#{kernel_id}; its verdict" in text for text in asked)
 
 
 def wait_for_key_heartbeat(stack, timeout: float = 60) -> None:
