@@ -8,6 +8,8 @@ suite, so a problem with no sample counts as a miss, as KernelBench patches miss
 
 import math
 
+from lib.stats import geomean
+
 THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)  # KernelBench's analysis (scripts/benchmark_eval_analysis.py)
 CURVE_P = tuple(round(0.05 * i, 2) for i in range(61))  # 0 to 3
 RULES = {"sample0": "sample 0", "best": "best of N"}
@@ -31,11 +33,6 @@ def fast_p(picked, p: float) -> float | None:
         return None
     wins = sum(1 for ok, speedup in picked if ok and (p == 0 or (speedup is not None and speedup > p)))
     return wins / len(picked)
-
-
-def geomean(values) -> float | None:
-    values = [v for v in values if v is not None and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -6,10 +6,9 @@ fast_1 faster ones. A kernel is trusted when correct and not quarantined: a quar
 (noisy timing, or held back by the evaluator) is counted apart and never as a win.
 """
 
-import math
-
 from django.db.models import Count
 
+from lib.stats import geomean
 from searches.models import EvaluationJob, Kernel, Problem, Search, Suite, Verdict
 from searches.problem_memory import input_bytes
 
@@ -75,13 +74,6 @@ def suite_progress(suite: Suite) -> dict:
 
 def fast_p_label(p: float) -> str:
     return f"fast_{p:g}"
-
-
-def geomean(values) -> float | None:
-    values = [v for v in values if v is not None and v > 0]
-    if not values:
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _outcome(kernels) -> str:
