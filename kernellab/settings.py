@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "searches",
     "evaluation",
     "runs",
+    "memory",
 ]
 
 MIDDLEWARE = [
