@@ -2,6 +2,7 @@
 reply, logs, labels) is displayed inert on every dashboard page, logged in and shared."""
 
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -12,6 +13,8 @@ from searches.models import EvaluationJob, Search, Suite, SuiteProblem, Worker
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
+
+STATIC_JS = Path(__file__).resolve().parents[2] / "static" / "js"
 
 PAYLOADS = [
     "<script>alert(1)</script>",
@@ -140,9 +143,9 @@ def test_payload_is_inert_on_every_page(client, payload):
 
 def test_the_live_script_never_uses_innerhtml():
     """Text from websocket events goes into the page through textContent only."""
-    from pathlib import Path
-
-    for script in Path("static/js").glob("*.js"):
+    scripts = sorted(STATIC_JS.glob("*.js"))
+    assert any(script.name == "search_live.js" for script in scripts), f"no scripts found in {STATIC_JS}"
+    for script in scripts:
         source = script.read_text()
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
             assert sink not in source, f"{script} uses {sink}"
