@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, schema, watchdog
 from .pairing import Pairing
 from . import compile as compiling
-from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
+from .checks import check_findings
 from .errors import DeviceBusy, ProblemInvalid, RunnerError
 from .version import RUNNER_VERSION, SCHEMA
 

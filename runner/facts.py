@@ -16,12 +16,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # exact zeros (triangular or diagonal inputs) is also counted over its nonzero products only.
 
 
-def count_flops(model, inputs) -> int:
-    """FLOPs of the matrix-like ops (matmul, conv, attention) the output needs; 0 when none.
-    See flop_facts for the figure as written and whether this one is only an upper bound."""
-    return flop_facts(model, inputs)["flops"]
-
-
 def flop_facts(model, inputs) -> dict:
     """{"flops": useful FLOPs, "flops_as_written": PyTorch's flop counter's figure,
     "flops_upper_bound": True when the useful work may be less than "flops" (it depends on values

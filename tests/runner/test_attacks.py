@@ -16,6 +16,7 @@ import pytest
 
 import runner
 from runner import filetable
+from runner.checks import check_source
 
 from . import sources
 
@@ -143,8 +144,7 @@ def evasion_source(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(EVADING))
 def test_static_evasions_are_refused(name):
-    reasons = runner.api.evaluation.check_source(evasion_source(name), reference_source=sources.SOFTMAX_PROBLEM,
-                                                 device="cpu")
+    reasons = check_source(evasion_source(name), reference_source=sources.SOFTMAX_PROBLEM, device="cpu")
     assert any(EVADING[name] in r for r in reasons), reasons
 
 

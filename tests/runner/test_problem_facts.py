@@ -157,7 +157,6 @@ def test_triu_of_a_product_counts_the_upper_triangle_at_the_real_shape():
     found = facts.flop_facts(model, inputs)
     assert found["flops_as_written"] == 2 * n ** 3 == pytorch_flops(model, inputs)  # 137 GFLOP
     assert found["flops"] == n * n * (n + 1)  # n(n+1)/2 outputs, 2n each: 68.7 GFLOP
-    assert facts.count_flops(model, inputs) == found["flops"]
 
 
 @pytest.mark.parametrize("relative", [
@@ -214,7 +213,7 @@ def test_a_product_only_python_reads_still_counts():
             return a * 2 if float((a @ b).sum()) > 0 else a * 3
 
     a, b = torch.rand(8, 8), torch.rand(8, 8)
-    assert facts.count_flops(Branch(), [a, b]) == 2 * 8 ** 3
+    assert facts.flop_facts(Branch(), [a, b])["flops"] == 2 * 8 ** 3
 
 
 def test_a_write_through_a_view_counts_everything():
