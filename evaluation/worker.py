@@ -29,7 +29,7 @@ from searches.engine.kick import rekick_stalled
 from searches.models import EvaluationJob, Worker as WorkerRow
 
 from . import leases
-from .devices import record_device_facts  # issue 18: device facts
+from .devices import record_device_facts
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +105,8 @@ class EvaluationWorker:
         if freed:
             log.warning("%s: %d job(s) held by an earlier run under this name were freed", self.name, freed)
         self._heartbeat(force=True, started=True)
-        # --- device facts (issue 18): model, memory, SMs, caches, clocks, ceilings; see evaluation/devices.py
+        # Device facts (model, memory, SMs, caches, clocks, ceilings) onto the worker row: evaluation/devices.py
         self.device_name = record_device_facts(worker_name=self.name, device=self.device).get("name") or self.device_name
-        # --- end device facts
         try:
             with runner.Pool(device=self.device, size=self.pool_size) as pool:
                 if self.jobs_in_flight > 1:

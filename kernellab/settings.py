@@ -205,8 +205,8 @@ RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evalua
 RUNNER_JOBS_IN_FLIGHT = env_int("RUNNER_JOBS_IN_FLIGHT",
                                 max(4, min(16, os.cpu_count() or 4)) if RUNNER_DEVICE == "cuda" else 1)
 # Of those, jobs that build nothing long (NVRTC, cupy, Triton, plain C: evaluation/leases.py) ask for the
-# device at once, so more of them in flight only queue for it; measured on the H200 (docs/BENCHMARKS.md,
-# 2026-12-02) 16 of them in flight also slowed the one holding it (22.5 candidates/min against 37.6 with 4).
+# device at once, so more of them in flight only queue for it; measured on the H200 (docs/BENCHMARKS.md),
+# 16 of them in flight also slowed the one holding it (22.5 candidates/min against 37.6 with 4).
 RUNNER_QUICK_JOBS_IN_FLIGHT = env_int("RUNNER_QUICK_JOBS_IN_FLIGHT", min(4, RUNNER_JOBS_IN_FLIGHT))
 RUNNER_POOL_SIZE = env_int("RUNNER_POOL_SIZE", 2 * RUNNER_JOBS_IN_FLIGHT)
 RUNNER_TIMEOUT = env_float("RUNNER_TIMEOUT", 300)

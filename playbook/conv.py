@@ -366,7 +366,7 @@ def _cuda_recipes(relu):
 
 
 # (rows, column groups, pixels per thread, channels per thread, channels per block, min blocks per SM, double
-# buffer, row padding), measured on the H200 on 2026-11-29 (docs/BENCHMARKS.md, "register-tiled direct convolution")
+# buffer, row padding), measured on the H200 (docs/BENCHMARKS.md, "register-tiled direct convolution")
 _DC_SHAPES = {
     "4x5": (5, 11, 5, 4, 32, 2, 0, 0),       # conv 0.590 ms; fused pool 0.703, separate pool 0.689
     "4x5_pad": (5, 11, 5, 4, 32, 2, 0, 12),  # conv 0.601 ms; fused pool 0.712

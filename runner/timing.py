@@ -28,7 +28,7 @@ MIN_REPS = 10
 MAX_REPS = 500
 # A paired measurement's cap: blocks of up to 125 calls, so the first calls after each switch between the
 # candidate's process and the eager baseline's (cold caches, both sides) weigh little in a block's median
-# even for calls of tens of µs (docs/BENCHMARKS.md, 2026-12-04).
+# even for calls of tens of µs (docs/BENCHMARKS.md).
 PAIRED_MAX_REPS = 2000
 WARMUP_S = 0.05
 SETTLE_REPS, SETTLE_S, SETTLE_CI, SETTLE_EVERY = 100, 0.1, 0.005, 25

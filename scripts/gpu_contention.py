@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Honest kernels stay correct and cheats stay caught on a busy host (issue 13's contention check),
+"""Honest kernels stay correct and cheats stay caught on a busy host (the contention check),
 on a GPU host, through the runner (no Django), four evaluations in flight as the worker keeps them:
 
     python3 scripts/gpu_contention.py --load matmul|builds [--out FILE]

@@ -152,7 +152,7 @@ def _windows(run) -> tuple[float, float, float, float] | None:
 
 def timed_under_builds(runs: list) -> list[dict]:
     """Per correct run: its median and how many other candidates' compiles (load_inline builds that
-    did not come from the cache) overlapped its timing window: contention (a) of issue 13."""
+    did not come from the cache) overlapped its timing window (compiles contending with timing)."""
     windows = {run.id: _windows(run) for run in runs}
     compiling = [windows[r.id] for r in runs if windows[r.id] and
                  ((r.result or {}).get("build_cache") or {}).get("state") in ("miss", "published")]

@@ -1,4 +1,4 @@
-"""Phones and long lines (issue 36): at 420 px no list page scrolls sideways as a whole (wide
+"""Phones and long lines: at 420 px no list page scrolls sideways as a whole (wide
 tables scroll inside their own box), the side-by-side diff turns unified below 800 px, and a
 diff line longer than its column can be read in full. Screenshots go to the temp folder's
 kernellab-narrow/ (outside test-results/, which pytest-playwright empties at each run), to look at."""

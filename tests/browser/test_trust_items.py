@@ -1,4 +1,4 @@
-"""Small things a new user trips on (issue 36), in a real browser against the real stack: the
+"""Small things a new user trips on, in a real browser against the real stack: the
 kernel form's template reaches a correct verdict through the worker, its syntax check answers at
 once, notes after an action go away, and a cancelled search's queued kernel is grey, not failed."""
 

@@ -11,7 +11,7 @@ from runner.errors import DeviceBusy
 
 from . import sources
 
-# From a KernelBench level-1 run on the H200 (2026-12-02): an honest starting kernel for
+# From a KernelBench level-1 run on the H200: an honest starting kernel for
 # 23_Softmax failed while four searches of 6-12 GB problems ran on the device.
 FULL = ("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 3.04 GiB "
         "is free. Including non-PyTorch memory, this process has 12.51 GiB memory in use.")

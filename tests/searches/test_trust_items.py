@@ -1,4 +1,4 @@
-"""Small things a new user trips on (issue 36): a cancelled kernel is not a failure, a fork is
+"""Small things a new user trips on: a cancelled kernel is not a failure, a fork is
 named after its source, messages expire, pause says what it does, the kernel form helps write a
 kernel, revoking a share link asks first, and the dashboards' counts link to their lists."""
 
