@@ -4,6 +4,10 @@ hosts that only have torch (run them there with `-p no:django`).
 Tests that need PostgreSQL, Redis, chromium or a GPU skip with a reason on a machine
 without them, except under CI (CI=true), where a missing PostgreSQL, Redis or chromium
 fails the run instead: those tests must run there.
+
+Every test runs the runner with its caches (baselines, builds) in a temporary folder, never the
+checkout's var/, and without the torch.compile baseline (~20 s a problem on a CPU) unless it asks
+for `compile_baseline`. Runner-using tests share one warm pool per device (`cpu_pool`, `cuda_pool`).
 """
 
 import os
@@ -45,6 +49,38 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def runner_settings(tmp_path_factory):
+    """Set for the whole session, before any test, so a test sees the same settings whichever ran
+    before it; subprocesses (evaluators, the browser's stack) inherit them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path_factory.mktemp("runner-cache")))
+        patch.setenv("KERNELLAB_BASELINE_COMPILE", "0")
+        yield
+
+
+@pytest.fixture
+def compile_baseline(monkeypatch):
+    """The torch.compile baseline on, as a deployment has it, for a test that checks it."""
+    monkeypatch.setenv("KERNELLAB_BASELINE_COMPILE", "1")
+
+
+@pytest.fixture(scope="session")
+def cpu_pool(runner_settings):
+    import runner
+
+    with runner.Pool(device="cpu", size=1) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="session")
+def cuda_pool(runner_settings):
+    import runner
+
+    with runner.Pool(device="cuda", size=2) as pool:
+        yield pool
 
 
 def pytest_collection_modifyitems(config, items):

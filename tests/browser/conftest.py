@@ -168,6 +168,7 @@ def stack(tmp_path_factory):
         "PYTHONUNBUFFERED": "1",
         "DJANGO_SETTINGS_MODULE": "kernellab.settings",
         "RUNNER_DEVICE": "cpu",
+        "KERNELLAB_BASELINE_COMPILE": "1",  # pages show the torch.compile baseline, as a deployment's do
     })
     password = secrets.token_urlsafe(16)
     running = Stack(url=f"http://127.0.0.1:{port}", username="e2e", password=password, data_dir=data_dir, env=env)

@@ -108,13 +108,6 @@ def kernel_source(family, slug, problem, variant):
     return playbook.render(textwrap.dedent(problem), family, "cpu", recipe, variant)
 
 
-@pytest.fixture(scope="module")
-def cpu_pool():
-    runner = pytest.importorskip("runner")
-    with runner.Pool(device="cpu", size=1) as pool:
-        yield pool
-
-
 def assert_correct(pool, family, slug, problem, variant):
     result = pool.evaluate(textwrap.dedent(problem), kernel_source(family, slug, problem, variant))
     assert result["status"] == "correct", (result["status"], result["reason"], result["log"])

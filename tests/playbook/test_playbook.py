@@ -39,13 +39,6 @@ def all_kernels(problem_context, variants="first"):
             yield f"{recipe.slug} v{variant}", proposal.source
 
 
-@pytest.fixture(scope="module")
-def cpu_pool():
-    runner = pytest.importorskip("runner")
-    with runner.Pool(device="cpu", size=1) as pool:
-        yield pool
-
-
 def assert_all_correct(pool, problem_source, kernels):
     failures = []
     for label, source in kernels:
@@ -153,7 +146,7 @@ USER_PROBLEMS = {
 }
 
 
-# each new problem costs the runner a torch.compile baseline: one family in the quick suite
+# each new problem costs the runner a validation and its baselines: one family in the quick suite
 @pytest.mark.parametrize("family", [f if f == "elementwise" else pytest.param(f, marks=pytest.mark.slow)
                                     for f in sorted(USER_PROBLEMS)])
 def test_kernels_are_generic_within_their_family(cpu_pool, family):
@@ -312,13 +305,6 @@ def test_init_values_come_from_get_init_inputs_constants_and_defaults():
             return [alpha * 2]
     """))
     assert static_value(computed, "alpha") is None  # the parameter's value is computed, not the constant's
-
-
-@pytest.fixture(scope="module")
-def cuda_pool():
-    runner = pytest.importorskip("runner")
-    with runner.Pool(device="cuda", size=1) as pool:
-        yield pool
 
 
 @pytest.mark.gpu

@@ -7,7 +7,7 @@ from proposers import prompts
 from proposers.base import KernelContext, ProblemContext
 from runner import counters
 from searches import catalog
-from tests.playbook.test_playbook import all_kernels, cuda_pool  # noqa: F401 - the fixture
+from tests.playbook.test_playbook import all_kernels
 
 PROBLEM = catalog.get("softmax-4096x65536")
 LABELS = ("memory-bound", "compute-bound", "latency- or launch-bound", "occupancy-limited")

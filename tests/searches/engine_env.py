@@ -119,7 +119,9 @@ def validated_db(tmp_path: Path) -> tuple[Path, int]:
             "p = services.problem_create(user=None, name=e.name, source=e.source, description=e.description,"
             " atol=e.atol, rtol=e.rtol, device=e.device, catalog_key=e.key, family=e.family)\n"
             "print(json.dumps(p.id))\n"))
-        manage(db, "evaluator", "--once", "--name", "snapshot-validator", timeout=300)
+        # With the torch.compile baseline, as a deployment validates: the LLM tests check the model is told it.
+        manage(db, "evaluator", "--once", "--name", "snapshot-validator", timeout=300,
+               env=env_for(db, KERNELLAB_BASELINE_COMPILE=1))
         [(status, reason)] = query(db, "select validation_status, validation_reason from searches_problem where id=?",
                                    (problem_id,))
         assert status == "ok", f"the catalog problem did not validate: {reason}"

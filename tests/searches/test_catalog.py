@@ -78,13 +78,6 @@ def test_catalog_and_playbook_import_without_django_or_torch():
     assert done.returncode == 0, done.stderr
 
 
-@pytest.fixture(scope="module")
-def cpu_pool():
-    runner = pytest.importorskip("runner")
-    with runner.Pool(device="cpu", size=1) as pool:
-        yield pool
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", CPU_PROBLEMS, ids=lambda p: p.key)
 def test_cpu_problems_validate_with_their_family(cpu_pool, problem):

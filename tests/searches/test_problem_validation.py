@@ -30,7 +30,7 @@ def validate_next_job() -> Problem:
     return Problem.objects.get(pk=job.problem_id)
 
 
-def test_a_cpu_problem_validates_with_shapes_family_and_both_baselines(user):
+def test_a_cpu_problem_validates_with_shapes_family_and_both_baselines(user, compile_baseline):
     services.problem_create(user=user, name="Softmax", source=SOFTMAX)
     problem = validate_next_job()
     assert problem.validation_status == Problem.Validation.OK, problem.validation_reason
