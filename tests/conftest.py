@@ -83,9 +83,24 @@ def cuda_pool(runner_settings):
         yield pool
 
 
+def xdist_group(item) -> str:
+    """Under `pytest -n N --dist loadgroup`, which tests one worker runs in order: the browser
+    tests share one stack, the PostgreSQL and Redis tests share fixed databases, and any other
+    module stays whole, so its module-scoped fixtures (pools, stacks) are built once."""
+    if "e2e" in item.keywords:
+        return "browser"
+    if "postgres" in item.keywords or "redis" in item.keywords:
+        return "services"
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    grouped = getattr(config.option, "loadgroup", False)
     has_gpu = None
     for item in items:
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
         if "gpu" in item.keywords:
             if has_gpu is None:
                 has_gpu = cuda_available()

@@ -15,6 +15,8 @@ import pytest
 import playbook
 from playbook import elementwise, prelude
 
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
+
 SOFTMAX = """
     import torch
     import torch.nn as nn

@@ -234,6 +234,7 @@ def test_a_forged_verdict_with_outputs_of_its_own_is_judged_on_them(pool):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_forged_low_times_are_caught_by_the_batch_clock(pool):
     """Samples twenty times lower than measured (the runner's timer functions replaced, which no
     guard in the candidate's process watches): the parent's own clock over batches refuses them."""

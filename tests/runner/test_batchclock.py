@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from runner.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
 from runner.procs import descendants, sched_seconds
+
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
 
 
 def drive(clock: BatchClock, median_ms: float, per_call_ms: float, overhead_ms: float = 0.3,

@@ -4,6 +4,8 @@ import pytest
 
 from runner import bench
 
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
+
 
 @pytest.mark.slow
 def test_the_cpu_bench_reports_throughput_and_the_pools_bound():

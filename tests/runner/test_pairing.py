@@ -17,6 +17,8 @@ from runner.sandbox import default_threads
 
 from . import sources
 
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
+
 
 class EagerSandbox:
     """The truths' sandbox as the parent sees it: each eager block answered with `ms` per call."""

@@ -4,6 +4,8 @@ import pytest
 
 from runner import timing
 
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
+
 
 def test_summary_of_known_samples():
     samples = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02, 0.98, 5.0, 1.01]

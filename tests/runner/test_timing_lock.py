@@ -14,6 +14,8 @@ from runner import baselines, evaluation, procs
 from runner.devicelock import timing_cpus
 from runner.errors import DeviceBusy
 
+pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
+
 # Each forward sleeps, so one validation's timing lasts most of a second: long enough that
 # two validations started together would overlap without the lock.
 SLEEPY_PROBLEM = '''
