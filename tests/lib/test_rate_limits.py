@@ -53,6 +53,7 @@ def test_requests_that_start_work_are_limited_per_user(client):
     assert client.post(url).status_code == 302
 
 
+@pytest.mark.slow
 def test_one_address_trying_many_accounts_is_limited_and_the_owner_still_logs_in_elsewhere(client):
     d.user("alice")
     url = reverse("login")

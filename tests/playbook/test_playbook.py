@@ -146,9 +146,8 @@ USER_PROBLEMS = {
 }
 
 
-# each new problem costs the runner a validation and its baselines: one family in the quick suite
-@pytest.mark.parametrize("family", [f if f == "elementwise" else pytest.param(f, marks=pytest.mark.slow)
-                                    for f in sorted(USER_PROBLEMS)])
+@pytest.mark.slow  # each new problem costs the runner a validation and its baselines
+@pytest.mark.parametrize("family", sorted(USER_PROBLEMS))
 def test_kernels_are_generic_within_their_family(cpu_pool, family):
     problem_context = context(source=USER_PROBLEMS[family], family=family)
     kernels = list(all_kernels(problem_context))[:2]  # the starting kernel and the best idea
@@ -260,6 +259,7 @@ def test_more_work_around_the_product_or_the_convolution_is_declined():
             PlaybookProposer().starting_kernel(context(source=source, family=family, device="cuda"))
 
 
+@pytest.mark.slow
 def test_transposed_operands_are_multiplied_right(cpu_pool):
     source = """
         import torch
@@ -316,6 +316,7 @@ def test_cuda_kernels_are_correct_on_the_small_problems(cuda_pool, problem):
     assert_all_correct(cuda_pool, problem.source, all_kernels(problem_context))
 
 
+@pytest.mark.slow
 def test_every_playbook_kernel_passes_the_runners_static_checks():
     """The playbook's kernels are honest: a false positive of runner.checks would reject them all."""
     rendered = 0
@@ -335,6 +336,7 @@ def test_every_playbook_kernel_passes_the_runners_static_checks():
     assert rendered >= 20
 
 
+@pytest.mark.slow
 def test_every_kernel_a_playbook_module_launches_counts_as_its_own():
     """The launch accounting (runner/launches.py) rejects a candidate that launches only kernels it
     does not define; every name a playbook module launches must be found in its own source."""

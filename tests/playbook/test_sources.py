@@ -57,6 +57,7 @@ def numbered(text: str):
         number += 1
 
 
+@pytest.mark.slow
 def test_every_marked_line_is_numbered_as_in_its_file_or_in_the_plain_kernel():
     files, checked = {}, 0
     for label, plain, marked in rendered_pairs():
@@ -76,6 +77,7 @@ def test_every_marked_line_is_numbered_as_in_its_file_or_in_the_plain_kernel():
     assert len(files) >= 20 and checked > 10_000
 
 
+@pytest.mark.slow
 def test_plain_kernels_carry_no_marks():
     seen = 0
     for label, plain, _ in rendered_pairs():

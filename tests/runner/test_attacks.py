@@ -148,6 +148,7 @@ def test_static_evasions_are_refused(name):
     assert any(EVADING[name] in r for r in reasons), reasons
 
 
+@pytest.mark.slow
 def test_static_evasion_through_the_command_line(tmp_path):
     problem, kernel = tmp_path / "p.py", tmp_path / "k.py"
     problem.write_text(sources.SOFTMAX_PROBLEM)

@@ -278,6 +278,7 @@ class ModelNew''', 1).replace("LIB.silu(x.data_ptr(), y.data_ptr(), x.numel())",
         LIB.silu(x.data_ptr(), y.data_ptr(), x.numel() if idle and normal else 0)''')
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_builds_run_idle_and_cannot_leave_it_and_the_device_phases_run_normally(cpu_pool):
     result = cpu_pool.evaluate(sources.SILU_PROBLEM, PRIORITY_PROBE, seed=5, timeout=300)

@@ -37,6 +37,7 @@ def files(tmp_path):
     return write
 
 
+@pytest.mark.slow
 def test_validate_json_has_every_key(files):
     done = run_cli("validate", files("p.py", sources.SILU_PROBLEM), "--device", "cpu", "--json", "--seed", "3")
     assert done.returncode == 0, done.stderr
@@ -48,6 +49,7 @@ def test_validate_json_has_every_key(files):
     assert result["family"] == "elementwise"
 
 
+@pytest.mark.slow
 def test_evaluate_json_has_every_key_and_exit_zero_for_any_verdict(files):
     problem = files("p.py", sources.SILU_PROBLEM)
     done = run_cli("evaluate", problem, files("k.py", sources.SILU_KERNEL), "--json", "--seed", "11")

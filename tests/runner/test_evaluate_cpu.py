@@ -25,6 +25,7 @@ def test_invalid_problem_says_why(cpu_pool):
     assert "get_inputs" in result["reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem,kernel", [
     (sources.SILU_PROBLEM, sources.SILU_KERNEL),
     (sources.SOFTMAX_PROBLEM, sources.SOFTMAX_KERNEL),
@@ -46,6 +47,7 @@ def test_honest_c_kernels_are_accepted(cpu_pool, problem, kernel):
     assert "perf_event_open" in profile["counters"]
 
 
+@pytest.mark.slow
 def test_exact_layernorm_passes_where_the_naive_one_fails(cpu_pool):
     exact = cpu_pool.evaluate(sources.LAYERNORM_PROBLEM, sources.LAYERNORM_EXACT_KERNEL, seed=2)
     assert exact["status"] == "correct", exact["reason"]
@@ -61,6 +63,7 @@ def test_exact_layernorm_passes_where_the_naive_one_fails(cpu_pool):
     assert naive["timing"] is None
 
 
+@pytest.mark.slow
 def test_forward_that_computes_with_torch_is_rejected_unless_library_calls_are_allowed(cpu_pool):
     rejected = cpu_pool.evaluate(sources.SOFTMAX_PROBLEM, sources.SOFTMAX_BY_TORCH, seed=3)
     assert rejected["status"] == "rejected"
@@ -68,6 +71,7 @@ def test_forward_that_computes_with_torch_is_rejected_unless_library_calls_are_a
     assert allowed["status"] == "correct", allowed["reason"]
 
 
+@pytest.mark.slow
 def test_stale_memory_is_poisoned(cpu_pool):
     # Allocates the output and hopes the reference's answer is still in it (library calls
     # allowed, so only the poisoning stands in the way).
@@ -76,6 +80,7 @@ def test_stale_memory_is_poisoned(cpu_pool):
     assert result["status"] == "incorrect"
 
 
+@pytest.mark.slow
 def test_compile_error_comes_back_as_the_compilers_message(cpu_pool):
     result = cpu_pool.evaluate(sources.SILU_PROBLEM, sources.SILU_COMPILE_ERROR, seed=5)
     assert result["status"] == "compile_error"
@@ -86,6 +91,7 @@ def test_compile_error_comes_back_as_the_compilers_message(cpu_pool):
     assert "error:" in result["reason"] and "undefined_thing" in result["reason"], result["reason"]
 
 
+@pytest.mark.slow
 def test_the_next_candidate_after_a_crash_is_judged_right(cpu_pool):
     crashing = sources.SILU_KERNEL.replace("LIB.silu(x.data_ptr()", "LIB.silu(0")
     crashed = cpu_pool.evaluate(sources.SILU_PROBLEM, crashing, seed=6)
@@ -95,6 +101,7 @@ def test_the_next_candidate_after_a_crash_is_judged_right(cpu_pool):
     assert after["status"] == "correct", after["reason"]
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_candidate(cpu_pool):
     looping = sources.SILU_KERNEL.replace("        x = x.contiguous()", "        while True:\n            pass")
     result = cpu_pool.evaluate(sources.SILU_PROBLEM, looping, seed=7, timeout=6)
@@ -103,6 +110,7 @@ def test_timeout_kills_the_candidate(cpu_pool):
         assert "limit" in result["reason"]
 
 
+@pytest.mark.slow
 def test_sandbox_sees_no_secrets(monkeypatch):
     secret = "sk-ant-test-0123456789-do-not-leak"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)

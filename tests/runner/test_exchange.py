@@ -22,6 +22,7 @@ print(json.dumps(writer.put("big", torch.arange(1 << 20, dtype=torch.float32))))
 '''
 
 
+@pytest.mark.slow
 def test_a_sandbox_writes_past_its_file_size_limit_and_the_judge_reads_it_back():
     fd = exchange.create()
     done = subprocess.run([sys.executable, "-c", WRITE_UNDER_A_FILE_SIZE_LIMIT, str(fd)], pass_fds=[fd],

@@ -79,6 +79,7 @@ class _Device:
         self.released.wait(10)
 
 
+@pytest.mark.slow
 def test_a_wait_for_the_device_beats_from_the_first_call():
     sent = []
     beats = watchdog.Beats(lambda kind, **fields: sent.append(fields), every_s=0.05)

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from runner import facts
@@ -46,6 +47,7 @@ def test_family_from_the_reference_ops():
     assert facts.detect_family(["aten.view.default"]) is None
 
 
+@pytest.mark.slow
 def test_family_of_real_modules():
     from runner import verify
 

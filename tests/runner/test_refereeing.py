@@ -51,6 +51,7 @@ def test_the_threads_are_shared_out_between_the_judges(referees):
     assert [r.threads for r in referees.all] == [1, 1]
 
 
+@pytest.mark.slow
 def test_each_judge_compares_and_one_busy_judge_does_not_hold_up_the_other(referees):
     busy = referees._free.get()  # one judge taken, as by an evaluation still being compared
     try:

@@ -73,6 +73,7 @@ def test_two_concurrent_validations_never_time_at_once():
     assert a1 <= b0, f"the timings overlapped: {a0:.3f}-{a1:.3f} and {b0:.3f}-{b1:.3f}"
 
 
+@pytest.mark.slow
 def test_validation_out_of_memory_is_the_devices_failure_not_the_problems(cpu_pool, monkeypatch):
     monkeypatch.setattr(evaluation, "OOM_PAUSE_S", 0.0)
     taken = []

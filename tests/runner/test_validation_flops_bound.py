@@ -34,6 +34,7 @@ def pool(tmp_path, monkeypatch):
         yield warm
 
 
+@pytest.mark.slow
 def test_the_runner_reports_whether_the_flops_are_exact(pool):
     bounded = pool.validate(OVERLAP, seed=1)
     exact = pool.validate(MATMUL, seed=1)

@@ -93,6 +93,7 @@ print(json.dumps(mine))
 """
 
 
+@pytest.mark.slow
 def test_concurrent_workers_claim_each_job_once_on_postgres(pg_url):
     ids = last_json(django_script(SEED_JOBS, pg_url))
     workers = [django_script(CLAIM_ALL, pg_url) for _ in range(4)]
@@ -128,6 +129,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.redis
 def test_events_reach_listeners_through_redis_after_commit(pg_url, require_redis):
     received = last_json(django_script(PUBLISH_AND_LISTEN, pg_url, REDIS_URL))
@@ -142,6 +144,7 @@ print(json.dumps({"result": result(task_id, wait=60000)}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.redis
 def test_task_queue_runs_on_redis_broker(pg_url, require_redis):
     import redis
@@ -175,6 +178,7 @@ def test_web_pages_and_hostile_input_on_postgres(require_postgres):
     assert result.returncode == 0 and " passed" in summary and "skipped" not in summary, result.stdout[-4000:]
 
 
+@pytest.mark.slow
 @pytest.mark.redis
 def test_rate_limits_hold_across_web_processes_through_redis(pg_url, require_redis):
     """Failed logins counted by one web process block the next attempt in another."""

@@ -139,6 +139,7 @@ def test_k_briefs_each_kernel_call_sees_only_its_own_and_the_second_call_reads_t
     assert first_kernel.cache_write_tokens == 0
 
 
+@pytest.mark.slow
 def test_every_failure_verdict_is_repaired_with_its_reason_as_a_child(problem, fake):
     search = start(problem, kernels_per_idea=3, repair_attempts=2)
     loop.advance(search.id)
@@ -230,6 +231,7 @@ def test_stale_rounds_end_the_search_with_that_reason(problem, fake):
     assert search.current_round == 2
 
 
+@pytest.mark.slow
 def test_an_idea_already_tried_is_asked_again_once_then_left_out(problem, fake):
     """Two parents whose ideas calls both answer "Idea 1": the second is asked again naming the
     repeat; ideas are implemented once each."""

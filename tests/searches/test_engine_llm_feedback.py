@@ -44,6 +44,7 @@ def paired(kernel, median_ms=0.5):
     return verdict
 
 
+@pytest.mark.slow
 def test_the_next_requests_carry_the_compile_error_each_brief_with_its_verdict_and_no_quarantined_speed(problem, fake):
     search = start(problem, rounds=2, kernels_per_idea=2, repair_attempts=1)
     loop.advance(search.id)

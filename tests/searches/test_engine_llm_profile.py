@@ -39,6 +39,7 @@ def judge_each(median_for):
         services.kernel_record_verdict(kernel=job.kernel, job=job, result=profiled(job.kernel, median_for(job.kernel)))
 
 
+@pytest.mark.slow
 def test_the_top_kernels_profile_reaches_the_next_ideas_call_and_no_other(problem, fake):
     search = start(problem, rounds=2, kernels_per_idea=2, parents_per_round=2, profiled_kernels=1)
     loop.advance(search.id)

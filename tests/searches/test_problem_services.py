@@ -50,6 +50,7 @@ def test_create_queues_cuda_problems_for_cuda_workers(user):
     assert leases.claim("cpu-worker", "cpu") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "source, expected",
     [

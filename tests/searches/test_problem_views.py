@@ -140,6 +140,7 @@ def test_create_by_upload(client_in):
     assert (problem.name, problem.source, problem.rtol) == ("23 Softmax", SOFTMAX, 0.001)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "source, message",
     [

@@ -25,12 +25,14 @@ def production(**extra):
             "ALLOWED_HOSTS": "kernellab.example.com", **extra}
 
 
+@pytest.mark.slow
 def test_check_deploy_in_production_reports_nothing(tmp_path):
     done = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout
 
 
+@pytest.mark.slow
 def test_check_deploy_notices_a_weak_secret_key(tmp_path):
     # The same check catches real problems: a short key is reported at warning level.
     done = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production(SECRET_KEY="short"))
