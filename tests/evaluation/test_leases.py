@@ -24,6 +24,7 @@ def job():
     return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.MANUAL)
 
 
+@pytest.mark.slow
 def test_a_lease_is_renewed_only_by_its_holder(job):
     claimed = leases.claim("a", "cpu")
     assert claimed.pk == job.pk and claimed.attempts == 1

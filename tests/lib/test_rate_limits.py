@@ -13,6 +13,7 @@ from tests.searches import dashboard_data as d
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_failed_logins_are_limited_per_address_and_account(client):
     d.user("alice")
     url = reverse("login")
@@ -31,6 +32,7 @@ def test_failed_logins_are_limited_per_address_and_account(client):
     assert other.status_code == 302
 
 
+@pytest.mark.slow
 def test_successful_logins_do_not_count(client):
     d.user("alice")
     for _ in range(ratelimit.LOGIN_FAILURES.count + 2):
@@ -68,6 +70,7 @@ def test_one_address_trying_many_accounts_is_limited_and_the_owner_still_logs_in
     assert owner.status_code == 302
 
 
+@pytest.mark.slow
 def test_a_burst_across_a_window_boundary_is_counted_whole_and_retry_after_is_true(client, monkeypatch):
     """Failures just before a bucket or period ends still count just after it: the window slides."""
     d.user("alice")

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import runner
 from runner.batchclock import readings
 from runner.limits import Cgroups, Limits, remove_stale_cgroups
@@ -53,6 +55,7 @@ def killed_evaluator(mode: str) -> tuple[list[Path], int | None]:
     return [Path(f) for f in left["folders"]], left["task"]
 
 
+@pytest.mark.slow
 def test_the_cgroup_counts_the_cpu_of_a_process_that_has_exited():
     groups = made_cgroups()
     try:
@@ -80,6 +83,7 @@ def test_without_a_cgroup_the_clock_reads_no_running_time():
     assert readings(os.getpid(), [os.getpid()], 1.5)[0] == 1.5
 
 
+@pytest.mark.slow
 def test_a_pool_start_sweeps_the_empty_cgroups_of_killed_evaluators():
     made_cgroups().remove()  # skips where there are none to make
     leaked, _ = killed_evaluator("empty")

@@ -65,6 +65,7 @@ def test_each_judge_compares_and_one_busy_judge_does_not_hold_up_the_other(refer
     assert not wrong["correctness"]["passed"] and wrong["replay"]["failure"][0] == 0
 
 
+@pytest.mark.slow
 def test_a_swapped_call_is_judged_against_the_data_written_and_required_where_the_sets_allow_one(referees):
     """runner/replay.py's IdentitySwap: set 0's data in set 1's storages must give set 0's truth."""
     assert judged(referees, TRUTH.clone(), swapped=TRUTH.clone(), swappable=True)["swap"] == {

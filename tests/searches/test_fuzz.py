@@ -67,6 +67,7 @@ def rows():
     return {"codes": [str(x.code) for x in (p, s, seed, fast)] + [str(uuid.uuid4())], "link": link}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("who", ["member", "anonymous"])
 def test_no_input_makes_a_server_error(client, rows, who):
     member = d.user("mallory")
