@@ -143,7 +143,8 @@ def test_the_gzipped_page_is_the_plain_page(client, big_search):
     assert "Content-Encoding" not in plain and zipped["Content-Encoding"] == "gzip"
     assert "Accept-Encoding" in zipped["Vary"] and int(zipped["Content-Length"]) == len(zipped.content)
     page = gzip.decompress(zipped.content).decode()
-    # CSRF tokens are masked afresh per response: compare the pages without them.
-    strip = __import__("re").compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
+    # CSRF tokens are masked afresh per response, and the elapsed seconds move on between the two
+    # requests on a busy host: compare the pages without them.
+    strip = __import__("re").compile(r'name="csrfmiddlewaretoken" value="[^"]+"|(?<=id="p-elapsed")[^<]*')
     assert strip.sub("", page) == strip.sub("", plain.content.decode())
     assert "k29" in page and 'id="btn-pause"' in page and search_views.TREE_MARKER not in page
