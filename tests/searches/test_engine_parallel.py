@@ -15,7 +15,8 @@ from tests.fakes.anthropic_server import Behaviour
 from .test_engine import problem  # noqa: F401  (fixture)
 from .test_engine_llm import fake, judge, kicks, start  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# serial: how many calls overlap depends on the fake API's delays beating the host's load
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 
 
 def overlapping(spans, span) -> list:
