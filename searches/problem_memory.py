@@ -14,7 +14,6 @@ a bound is unknown too.
 """
 
 import ast
-import math
 from functools import lru_cache
 
 FACTORIES = {"rand", "randn", "zeros", "ones", "empty", "full", "randint", "randn_like", "tensor"}

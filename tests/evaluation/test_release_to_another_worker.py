@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.evaluation.test_worker import job_state, queue_spinning_kernel
-from tests.searches.engine_env import env_for, kill_hard, query, script, start, validated_db, wait_for
+from tests.searches.engine_env import env_for, kill_hard, query, start, validated_db, wait_for
 
 LEASE_SECONDS = 8
 

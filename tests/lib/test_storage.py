@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from lib import storage
 from searches.models import Search, Worker
-from searches.selectors import health
 from tests.searches.test_distributed import django_script, last_json, pg_url  # noqa: F401 (fixture)
 from tests.searches.test_engine import kicks, problem, start  # noqa: F401 (fixtures)
 

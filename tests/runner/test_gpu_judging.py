@@ -58,8 +58,9 @@ class ModelNew(nn.Module):
 
 
 def cupy_kernel(extra="", stream="torch.cuda.current_stream().cuda_stream", scale="2.0", result="out"):
-    for name, value in (("{extra}", extra), ("{stream}", stream), ("{scale}", scale), ("{result}", result)):
-        source = (source if name != "{extra}" else CUPY).replace(name, value)
+    source = CUPY.replace("{extra}", extra)
+    for name, value in (("{stream}", stream), ("{scale}", scale), ("{result}", result)):
+        source = source.replace(name, value)
     return source
 
 

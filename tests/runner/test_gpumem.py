@@ -82,7 +82,7 @@ def test_one_reading_serves_every_watched_sandbox():
         return {61000: 100 * len(readings), 61001: 10}
 
     poller = gpumem.Poller(read, every_s=0.02)
-    growing = gpumem.Watch(61000, 250, exceeded.append, poller=poller)
+    gpumem.Watch(61000, 250, exceeded.append, poller=poller)  # stops itself once exceeded
     steady = gpumem.Watch(61001, 250, exceeded.append, poller=poller)
     idle = [gpumem.Watch(61002 + i, 250, exceeded.append, poller=poller) for i in range(30)]
     deadline = time.monotonic() + 5

@@ -31,7 +31,7 @@ def test_a_kernelbench_runs_folder_is_judged_as_one_run_and_exported(monkeypatch
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("KERNELLAB_BASELINE_COMPILE", "0")
     problems = [(f"level1/{name}", source.encode()) for name, source in FILES.values()]
-    suite = services.suite_import(user=None, suite_name="KB", files=problems, device="cpu").suite
+    services.suite_import(user=None, suite_name="KB", files=problems, device="cpu")
     folder = tmp_path / "runs" / "model_x"
     folder.mkdir(parents=True)
     for (p, s), source in SAMPLES.items():

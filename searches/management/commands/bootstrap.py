@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from searches import catalog, selectors, services
-from searches.models import Device, Problem
+from searches.models import Problem
 
 
 class Command(BaseCommand):
