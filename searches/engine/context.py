@@ -50,8 +50,8 @@ def problem_context(search: Search) -> ProblemContext:
 def bank(search: Search) -> list[KernelContext]:
     """The search's fastest correct kernels of the rounds before this one: fixed for a round, so
     the calls of a round share the cached prompt prefix."""
-    kernels = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+    kernels = (Kernel.objects.filter(search=search, round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+               .ranked()
                .select_related("idea", "parent").order_by("median_ms", "id")[:pack.BANK_KERNELS])
     return [kernel_context(k) for k in kernels]
 
@@ -83,8 +83,7 @@ def profile_shown(kernel: Kernel, result: dict) -> str:
     profile = result.get("profile")
     if not profile or kernel.search is None or not kernel_is_ranked(kernel):
         return ""
-    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, status=Verdict.CORRECT, quarantined=False,
-                                 median_ms__isnull=False, duplicate_of__isnull=True)
+    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, duplicate_of__isnull=True).ranked()
            .order_by("median_ms", "id").values_list("id", flat=True)[:kernel.search.profiled_kernels])
     return prompts.profile_text(profile) if kernel.id in set(top) else ""
 

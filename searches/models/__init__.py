@@ -2,11 +2,11 @@
 shown outside the database (URLs, share links) uses the UUID `code`, never the primary key."""
 
 from .infra import BenchmarkRun, EvaluationJob, SearchEvent, Worker
-from .kernels import Kernel, ShareLink, Verdict
+from .kernels import Kernel, ShareLink, Verdict, ranked_q
 from .problems import Device, Problem, Suite, SuiteProblem
 from .searches import ApiKeyState, Idea, ProposerCall, Search
 
 __all__ = [
     "ApiKeyState", "BenchmarkRun", "Device", "EvaluationJob", "Idea", "Kernel", "Problem", "ProposerCall",
-    "Search", "SearchEvent", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker",
+    "Search", "SearchEvent", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker", "ranked_q",
 ]
