@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "evaluation",
     "runs",
     "memory",
+    "benches",
 ]
 
 MIDDLEWARE = [

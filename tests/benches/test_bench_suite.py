@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .engine_env import env_for, manage
+from tests.searches.engine_env import env_for, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

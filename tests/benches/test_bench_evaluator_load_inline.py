@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from searches import throughput
+from benches import throughput
 
-from .engine_env import env_for, manage
+from tests.searches.engine_env import env_for, manage
 
 
 @pytest.mark.slow

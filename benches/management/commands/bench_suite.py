@@ -20,8 +20,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from runner import devicefacts
-from searches import services, suite_bench
-from searches.management.benchmarks import bench_worker, rerun_on_database
+from benches import suite_bench
+from searches import services
+from benches.harness import bench_worker, rerun_on_database
 from searches.models import Device
 
 DEFAULT_PROBLEMS = suite_bench.FIXTURE / "level1"

@@ -1,5 +1,5 @@
 """`manage.py bench_dashboard --viewers N --page-loads M`: a crowd of websocket viewers and of
-concurrent page loads, from a process of its own (searches/management/crowd.py), reported per
+concurrent page loads, from a process of its own (benches/crowd.py), reported per
 count. No browser needed."""
 
 import re

@@ -1,4 +1,4 @@
-"""How `manage.py bench_suite` groups a level's problems into batches (searches/suite_bench.py):
+"""How `manage.py bench_suite` groups a level's problems into batches (benches/suite_bench.py):
 by count, and by their estimated device memory, on KernelBench's own level-1 sources; and which
 problems done before its --again puts back to do."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from types import SimpleNamespace
 
-from searches import suite_bench
+from benches import suite_bench
 from searches.models import Problem
 
 LEVEL1 = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench" / "level1"

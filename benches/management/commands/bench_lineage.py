@@ -21,7 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ..benchmarks import free_port, make_search, stop, wait_for
+from benches.harness import free_port, make_search, stop, wait_for
 
 ROOT = Path(settings.BASE_DIR)
 

@@ -9,7 +9,7 @@ scratch environment (build, daphne, the writing "worker") and drives chromium.
     python manage.py bench_dashboard [--kernels 2000] [--events 60] [--viewers 50 100 200] [--page-loads 50]
 
 `--viewers` adds, per setup and per count, that many websocket viewers of the search (one load
-generator process, searches/management/crowd.py) and the latency of each event to each of them;
+generator process, benches/crowd.py) and the latency of each event to each of them;
 `--page-loads` that many concurrent loads of the whole 2,000-kernel page from another process.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ..benchmarks import free_port, make_search, stop, wait_for
+from benches.harness import free_port, make_search, stop, wait_for
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         if phase == "write":
             return self.write(options["search"], options["events"], options["gap"])
         if phase in ("viewers", "loads"):
-            from .. import crowd
+            from benches import crowd
 
             count = options["viewers"][0] if phase == "viewers" else options["page_loads"]
             if phase == "viewers":  # as a browser does: from the seq its page was rendered with, not from 0

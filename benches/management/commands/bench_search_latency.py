@@ -26,7 +26,7 @@ from proposers.base import IdeaProposal, ProblemContext
 from proposers.playbook import PlaybookProposer
 from searches import services
 from searches.foreground import Engines, problem_for, validated
-from searches.management.benchmarks import bench_worker, rerun_on_database
+from benches.harness import bench_worker, rerun_on_database
 from searches.models import Device, EvaluationJob, Kernel, ProposerCall, Search
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}

@@ -8,6 +8,7 @@ once) and N distinct `load_inline` kernels submitted to one search as a user wou
 
 import statistics
 import time
+from pathlib import Path
 
 from django.utils import timezone
 
@@ -204,106 +205,13 @@ def _share(value) -> str:
 
 # An honest row softmax (one block per row on CUDA, one loop per row in C++), as a KernelBench-style
 # load_inline module. The index is in the sources, so no two candidates share a build cache entry.
-_CUDA_SOFTMAX = r'''"""Row softmax through torch.utils.cpp_extension.load_inline (throughput benchmark, candidate {index})."""
-
-import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-CUDA_SOURCE = r"""
-// throughput benchmark candidate {index}
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-
-__global__ void softmax_rows(const float* x, float* y, long long cols) {{
-    __shared__ float red[256];
-    const float* xr = x + blockIdx.x * cols;
-    float* yr = y + blockIdx.x * cols;
-    float m = -3.402823466e38f;
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
-    red[threadIdx.x] = m;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
-        if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
-        __syncthreads();
-    }}
-    m = red[0];
-    __syncthreads();
-    float sum = 0.0f;
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(xr[c] - m);
-    red[threadIdx.x] = sum;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
-        if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
-        __syncthreads();
-    }}
-    float inv = 1.0f / red[0];
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = expf(xr[c] - m) * inv;
-}}
-
-torch::Tensor softmax_rows_cuda(torch::Tensor x) {{
-    auto y = torch::empty_like(x);
-    softmax_rows<<<x.size(0), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
-    return y;
-}}
-"""
-
-CPP_SOURCE = "torch::Tensor softmax_rows_cuda(torch::Tensor x);  // candidate {index}"
-
-EXTENSION = load_inline(name="throughput_softmax_{index}", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
-                        functions=["softmax_rows_cuda"], verbose=False)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return EXTENSION.softmax_rows_cuda(x.contiguous())
-'''
-
-_CPU_SOFTMAX = r'''"""Row softmax through torch.utils.cpp_extension.load_inline (throughput benchmark, candidate {index})."""
-
-import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-CPP_SOURCE = r"""
-// throughput benchmark candidate {index}
-#include <torch/extension.h>
-#include <cmath>
-
-torch::Tensor softmax_rows_cpu(torch::Tensor x) {{
-    auto y = torch::empty_like(x);
-    const float* xp = x.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    const int64_t rows = x.size(0), cols = x.size(1);
-    for (int64_t r = 0; r < rows; ++r) {{
-        const float* xr = xp + r * cols;
-        float* yr = yp + r * cols;
-        float m = xr[0];
-        for (int64_t c = 1; c < cols; ++c) m = std::max(m, xr[c]);
-        double sum = 0.0;
-        for (int64_t c = 0; c < cols; ++c) sum += std::exp(xr[c] - m);
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int64_t c = 0; c < cols; ++c) yr[c] = std::exp(xr[c] - m) * inv;
-    }}
-    return y;
-}}
-"""
-
-EXTENSION = load_inline(name="throughput_softmax_cpu_{index}", cpp_sources=CPP_SOURCE,
-                        functions=["softmax_rows_cpu"], verbose=False)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return EXTENSION.softmax_rows_cpu(x.contiguous())
-'''
+KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 def load_inline_sources(*, device: str, count: int) -> list[str]:
     """`count` distinct load_inline softmax kernels for a softmax problem on `device`."""
-    template = _CUDA_SOFTMAX if device == "cuda" else _CPU_SOFTMAX
-    return [template.format(index=index) for index in range(count)]
+    template = (KERNELS / f"softmax_load_inline_{'cuda' if device == 'cuda' else 'cpu'}.py.in").read_text()
+    return [template.replace("@INDEX@", str(index)) for index in range(count)]
 
 
 def contention(loaded: dict, quiet: dict, *, builds: int = 8, tolerance: float = 0.02) -> dict:

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from .engine_env import env_for, manage
+from tests.searches.engine_env import env_for, manage
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from searches import seeds
+from benches import seeds
 from searches.foreground import problem_for, queue_validation, validated
-from searches.management.benchmarks import bench_worker, rerun_on_database
+from benches.harness import bench_worker, rerun_on_database
 from searches.models import Device
 
 

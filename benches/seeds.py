@@ -8,7 +8,8 @@ import time
 
 from django.utils import timezone
 
-from searches import selectors, services, throughput
+from benches import throughput
+from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild
 from searches.models import Problem, Search
 

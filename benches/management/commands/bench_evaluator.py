@@ -14,9 +14,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from searches import throughput
+from benches import throughput
 from searches.foreground import problem_for, validated
-from searches.management.benchmarks import bench_worker, rerun_on_database
+from benches.harness import bench_worker, rerun_on_database
 from searches.models import Device
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
