@@ -64,7 +64,7 @@ def test_the_page_needs_a_login_and_lists_only_lessons_of_searches_the_person_ma
     bob_page = logged_in(world["bob"]).get("/lessons/").content.decode()
     assert "Bob: a secret pitfall." in bob_page and "Offsets overflow exp()." in bob_page
     # The failure it came from, with the effect so far: the one broken kernel, before any approval.
-    assert "100% before approval (1 of 1 kernels judged)" in ada_page and "broken one" in ada_page
+    assert "100% so far (1 of 1 kernels judged on similar problems)" in ada_page and "broken one" in ada_page
 
 
 def test_filters_by_status_family_and_device(world):
@@ -88,7 +88,10 @@ def test_approve_edit_and_reject_through_the_forms_record_the_person(world):
     decide(client, lesson, action="approve", text="Subtract the row max before exp().")
     lesson.refresh_from_db()
     assert (lesson.status, lesson.decided_by, lesson.text) == ("approved", ada, "Offsets overflow exp().")
-    page = client.get("/lessons/").content.decode()
+    Kernel.objects.create(problem=lesson.search.problem, search=lesson.search, status="correct",
+                          evaluated_at=timezone.now(), name="judged after")
+    page = " ".join(client.get("/lessons/").content.decode().split())
+    assert "100% before approval (1 of 1 kernels judged) → 0% after (0 of 1)" in page
     assert "Approved by ada" in page and "The model's words: “Offsets overflow exp().”" in page
     decide(client, lesson, action="reject")
     lesson.refresh_from_db()
