@@ -12,7 +12,7 @@ from memory import services as memory
 from memory.keys import IdeaKey
 from memory.models import Lesson
 from searches import services
-from searches.models import Kernel
+from searches.models import Kernel, Search
 
 from .test_engine import kicks, problem  # noqa: F401  (fixtures)
 
@@ -108,3 +108,17 @@ def test_a_lesson_of_another_persons_private_search_cannot_be_decided(world):
     decide(logged_in(world["bob"]), private, action="approve")
     private.refresh_from_db()
     assert private.status == Lesson.Status.APPROVED
+
+
+def test_a_search_started_private_from_its_form_keeps_its_lessons_to_its_owner(world, problem):
+    client = Client()
+    client.force_login(world["ada"])
+    knobs = {"proposer": "playbook", "device": "cpu", "rounds": 1, "parents_per_round": 1, "ideas_per_parent": 1,
+             "kernels_per_idea": 1, "bank_size": 0, "private": "on"}
+    assert "Keep its lessons to me" in client.get(f"/problems/{problem.code}/search/new/").content.decode()
+    assert client.post(f"/problems/{problem.code}/search/new/", knobs).status_code == 302
+    search = Search.objects.filter(created_by=world["ada"]).latest("id")
+    assert search.private
+    memory.lesson_propose(text="Ada: kept to herself.", key=CPU, search_id=search.id, kernel_id=None, verdict="oom")
+    assert "Ada: kept to herself." not in logged_in(world["bob"]).get("/lessons/").content.decode()
+    assert "Ada: kept to herself." in logged_in(world["ada"]).get("/lessons/").content.decode()
