@@ -19,13 +19,14 @@ def one_line(text: str) -> str:
 def lesson_propose(*, text: str, key: IdeaKey, search_id: int, kernel_id: int | None, verdict: str,
                    reason_code: str = "") -> Lesson | None:
     """A model's lesson, proposed for a person to judge. None for a blank one, and for one its key
-    already holds in the same words (a model repeats itself across repairs; one row is enough)."""
+    already holds in the same words, whatever its status (a model repeats itself across repairs; one
+    row is enough, and a person's rejection stands)."""
     text = one_line(text)
     if not text:
         return None
     fields = dict(family=key.family, shape_class=key.shape_class, device_model=key.device_model,
                   language=key.language)
-    if Lesson.objects.filter(text__iexact=text, **fields).exclude(status=Lesson.Status.REJECTED).exists():
+    if Lesson.objects.filter(text__iexact=text, **fields).exists():
         return None
     return Lesson.objects.create(text=text, technique=technique_of(key.technique), verdict=verdict[:16],
                                  reason_code=(reason_code or "")[:32], search_id=search_id, kernel_id=kernel_id,

@@ -1,6 +1,7 @@
 """Reads for the pitfall ledger: which searches a person may learn from, the memory key of a search
 or a kernel, and whether failures of a lesson's kind went down after it was approved."""
 
+from django.core.paginator import Paginator
 from django.db.models import Q
 
 from memory import selectors as memory
@@ -12,6 +13,7 @@ from searches.models import Device, Kernel, Search, Verdict
 from .targets import target_facts
 
 UNJUDGED = (Verdict.PENDING, Verdict.EVALUATING)
+LESSONS_PER_PAGE = 50
 
 
 def visible_search_ids(user, *, also: Search | None = None):
@@ -92,14 +94,16 @@ def _judged(lesson: Lesson, visible_search_ids):
     return kernels.filter(language).values_list("problem__min_bytes", "status", "reason_code", "evaluated_at")
 
 
-def lessons_page(user, *, status: str = "", family: str = "", device_model: str = "") -> dict:
-    """The Lessons page: the lessons of searches the person may see, each with its effect, and the filters."""
+def lessons_page(user, *, status: str = "", family: str = "", device_model: str = "", page=1) -> dict:
+    """One page of the Lessons page: the lessons of searches the person may see, each with its effect
+    (computed for the page's lessons only), the page, and the filters' choices."""
     visible = visible_search_ids(user)
     lessons = memory.lessons_list(visible_search_ids=visible, status=status, family=family,
                                   device_model=device_model)
+    shown = Paginator(lessons, LESSONS_PER_PAGE).get_page(page)
     return {"rows": [{"lesson": lesson, "effect": lesson_effect(lesson, visible_search_ids=visible)}
-                     for lesson in lessons],
-            "choices": memory.lesson_filter_choices(visible_search_ids=visible)}
+                     for lesson in shown.object_list],
+            "page": shown, "choices": memory.lesson_filter_choices(visible_search_ids=visible)}
 
 
 def lesson_for_user(user, code) -> Lesson | None:

@@ -30,7 +30,7 @@ def _filters(data) -> dict:
 def lesson_list(request):
     filters = _filters(request.GET)
     context = selectors.lessons_page(request.user, status=filters["status"], family=filters["family"],
-                                     device_model=filters["device"])
+                                     device_model=filters["device"], page=request.GET.get("page"))
     context.update(filters=filters, statuses=Lesson.Status.choices, lesson_chars=LESSON_CHARS,
                    back=urlencode({k: v for k, v in filters.items() if v}))
     return render(request, "searches/lessons/list.html", context)

@@ -13,6 +13,7 @@ from memory.keys import IdeaKey
 from memory.models import Lesson
 from searches import services
 from searches.models import Kernel, Search
+from searches.selectors import lessons as lesson_selectors
 
 from .test_engine import kicks, problem  # noqa: F401  (fixtures)
 
@@ -122,3 +123,13 @@ def test_a_search_started_private_from_its_form_keeps_its_lessons_to_its_owner(w
     memory.lesson_propose(text="Ada: kept to herself.", key=CPU, search_id=search.id, kernel_id=None, verdict="oom")
     assert "Ada: kept to herself." not in logged_in(world["bob"]).get("/lessons/").content.decode()
     assert "Ada: kept to herself." in logged_in(world["ada"]).get("/lessons/").content.decode()
+
+
+def test_the_page_is_paged_with_proposed_lessons_first(world, monkeypatch):
+    monkeypatch.setattr(lesson_selectors, "LESSONS_PER_PAGE", 1)
+    memory.lesson_approve(lesson=world["lessons"]["gpu"], user=world["ada"])
+    client = logged_in(world["ada"])
+    first = client.get("/lessons/").content.decode()
+    assert "Offsets overflow exp()." in first and "Use 128-bit loads." not in first  # waiting for a decision: first
+    assert "1–1 of 2 lessons" in first and 'href="?page=2"' in first
+    assert "Use 128-bit loads." in client.get("/lessons/?page=2").content.decode()
