@@ -61,8 +61,9 @@ def lessons_for_search(search: Search) -> list[Lesson]:
 
 def lesson_effect(lesson: Lesson, *, visible_search_ids) -> dict:
     """Failures of the lesson's kind (its verdict and reason code) among the judged kernels of searches on
-    its key, before its approval and after it: {"before": {...}, "after": {...} or None}, each with
-    `failures`, `judged` and `rate` (None with nothing judged). A lesson not approved has no after."""
+    its key, before its approval and after it: {"before": {...}, "after": {...} or None, "went_down"}, each
+    side with `failures`, `judged` and `rate` (None with nothing judged); `went_down` is None until both
+    sides have a rate. A lesson not approved has no after."""
     approved = lesson.decided_at if lesson.status == Lesson.Status.APPROVED else None
     before, after = {"failures": 0, "judged": 0}, {"failures": 0, "judged": 0}
     for min_bytes, status, reason_code, evaluated_at in _judged(lesson, visible_search_ids):
@@ -73,7 +74,10 @@ def lesson_effect(lesson: Lesson, *, visible_search_ids) -> dict:
         side["failures"] += int(status == lesson.verdict and reason_code == lesson.reason_code)
     for side in (before, after):
         side["rate"] = side["failures"] / side["judged"] if side["judged"] else None
-    return {"before": before, "after": after if approved is not None else None}
+    if approved is None:
+        return {"before": before, "after": None, "went_down": None}
+    both = before["rate"] is not None and after["rate"] is not None
+    return {"before": before, "after": after, "went_down": after["rate"] < before["rate"] if both else None}
 
 
 def _judged(lesson: Lesson, visible_search_ids):

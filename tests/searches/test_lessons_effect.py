@@ -75,6 +75,8 @@ def test_the_before_and_after_rates_equal_a_recomputation_from_the_database(prob
         assert (effect["before"]["failures"], effect["before"]["judged"]) == expected["before"]
         assert (effect["after"]["failures"], effect["after"]["judged"]) == expected["after"]
         assert effect["after"]["rate"] == expected["after"][0] / expected["after"][1]
+        assert effect["went_down"] == (expected["after"][0] / expected["after"][1]
+                                       < expected["before"][0] / expected["before"][1])
         assert expected["before"][1] > 10 and expected["after"][0] > 0  # the draw exercised both sides
     # Bob's private search counts for Bob alone.
     assert (lesson_effect(lesson, visible_search_ids=visible_search_ids(bob))["before"]["judged"]
@@ -88,4 +90,4 @@ def test_a_lesson_not_yet_approved_has_no_after(problem):
                                    search_id=search.id, kernel_id=None, verdict="incorrect")
     Kernel.objects.create(problem=problem, search=search, status="incorrect", evaluated_at=timezone.now())
     effect = lesson_effect(lesson, visible_search_ids=visible_search_ids(None))
-    assert effect == {"before": {"failures": 1, "judged": 1, "rate": 1.0}, "after": None}
+    assert effect == {"before": {"failures": 1, "judged": 1, "rate": 1.0}, "after": None, "went_down": None}

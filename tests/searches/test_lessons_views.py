@@ -92,7 +92,7 @@ def test_approve_edit_and_reject_through_the_forms_record_the_person(world):
     Kernel.objects.create(problem=lesson.search.problem, search=lesson.search, status="correct",
                           evaluated_at=timezone.now(), name="judged after")
     page = " ".join(client.get("/lessons/").content.decode().split())
-    assert "100% before approval (1 of 1 kernels judged) → 0% after (0 of 1)" in page
+    assert '100% before approval (1 of 1 kernels judged) → 0% after (0 of 1) <span class="badge ok">went down</span>' in page
     assert "Approved by ada" in page and "The model's words: “Offsets overflow exp().”" in page
     decide(client, lesson, action="reject")
     lesson.refresh_from_db()
