@@ -106,7 +106,7 @@ def test_a_repairs_lesson_is_proposed_then_reaches_a_later_search_only_once_appr
 
     memory.lesson_approve(lesson=lesson, user=None, text="Subtract the row max before exp(); offsets overflow it.")
     seen = len(fake.requests)
-    third = start(problem)
+    third = start(validated("softmax-cpu", "softmax"))  # another problem of the family and size class
     loop.advance(third.id)
     judge()
     loop.advance(third.id)  # its ideas call and kernels carry the lesson too
