@@ -7,7 +7,7 @@ from django.db.models import Q
 from memory import selectors as memory
 from memory.keys import IdeaKey, shape_class, technique_of
 from memory.models import Lesson
-from proposers.prompts import DEFAULT_LANGUAGE
+from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
 from searches.models import Device, Kernel, Search, Verdict
 
 from .targets import target_facts
@@ -105,7 +105,8 @@ def lessons_page(user, *, status: str = "", family: str = "", device_model: str 
     lessons = memory.lessons_list(visible_search_ids=visible, status=status, family=family,
                                   device_model=device_model)
     shown = Paginator(lessons, LESSONS_PER_PAGE).get_page(page)
-    return {"rows": [{"lesson": lesson, "effect": lesson_effect(lesson, visible_search_ids=visible)}
+    return {"rows": [{"lesson": lesson, "effect": lesson_effect(lesson, visible_search_ids=visible),
+                      "language": LANGUAGES.get(lesson.language, (lesson.language,))[0]}
                      for lesson in shown.object_list],
             "page": shown, "choices": memory.lesson_filter_choices(visible_search_ids=visible)}
 

@@ -15,18 +15,23 @@ def seed_lessons(stack) -> dict:
     seeded = dashboard_seed.small_search(stack, "lessons search")
     return dashboard_seed.run(stack, f"""
 from memory import services as memory
-from memory.keys import IdeaKey
 from searches.models import Kernel, Search
-s = Search.objects.get(pk={seeded['search_id']})
+from searches.selectors.lessons import search_key
+s = Search.objects.select_related("problem").get(pk={seeded['search_id']})
+s.problem.family = "relu"
+s.problem.save(update_fields=["family"])
 broken = Kernel.objects.get(code={seeded['broken']!r})
-key = IdeaKey("relu", "small", "NVIDIA H200", "cuda_nvrtc", "vectorised-loads")
+broken.device_name = "NVIDIA H200"  # as the runner reports it with every verdict
+broken.save(update_fields=["device_name"])
+key = search_key(s, kernel=broken)
 first = memory.lesson_propose(text="NVRTC has no <math.h>: use the built-in expf and fmaxf, include nothing.",
                               key=key, search_id=s.id, kernel_id=broken.id, verdict="compile_error")
 second = memory.lesson_propose(text="Always unroll every loop by 16.", key=key, search_id=s.id,
                                kernel_id=broken.id, verdict="compile_error")
-old = memory.lesson_propose(text="float4 loads need 16-byte aligned rows: check the row length first.",
-                            key=key, search_id=s.id, kernel_id=None, verdict="incorrect")
+old = memory.lesson_propose(text="Declare every helper __device__ __forceinline__: NVRTC compiles one unit.",
+                            key=key, search_id=s.id, kernel_id=None, verdict="compile_error")
 memory.lesson_approve(lesson=old, user=owner)
+d.kernel(problem=s.problem, search=s, round=3, median_ms=0.2, name="judged after the approval")
 out = dict(first=str(first.code), second=str(second.code), old=str(old.code))
 """)
 
@@ -58,7 +63,9 @@ def test_approve_edit_reject_and_filter_on_the_lessons_page(logged_in_page, stac
     page.locator("#lesson-filters select[name=status]").select_option("approved")
     page.locator("#lesson-filters").get_by_role("button", name="Filter").click()
     expect(page.locator(f"#lesson-{seeded['first']}")).to_be_visible()
-    expect(page.locator(f"#lesson-{seeded['old']}")).to_contain_text("no kernel judged on similar problems before approval → none judged since")
+    # Before its approval 1 of the search's 4 kernels failed to compile; the one judged since did not.
+    expect(page.locator(f"#lesson-{seeded['old']}")).to_contain_text(
+        "25% before approval (1 of 4 kernels judged) → 0% after (0 of 1) went down")
     expect(page.locator(f"#lesson-{seeded['second']}")).to_have_count(0)
     page.screenshot(path=str(SHOTS / "lessons-approved-1400.png"), full_page=True)
 
