@@ -65,6 +65,17 @@ class ProblemContext:
     eager_ms: float | None = None
     compile_ms: float | None = None
     bank: list = field(default_factory=list)  # KernelContext: the search's best kernels so far
+    lessons: list = field(default_factory=list)  # LessonShown: pitfalls the team approved on similar problems
+
+
+@dataclass
+class LessonShown:
+    """A lesson a person approved, as a prompt carries it: its key's fields, then its words (untrusted)."""
+
+    text: str
+    verdict: str  # the failure it came from, e.g. "incorrect"
+    reason_code: str = ""
+    technique: str = ""
 
 
 @dataclass
@@ -123,6 +134,7 @@ class KernelProposal:
     name: str = ""
     note: str = ""
     analysis: dict = field(default_factory=dict)  # the model's own: {bottleneck, plan, expected_speedup}, any missing
+    lesson: str = ""  # a repair's one-line lesson for the team ("" when it gave none): proposed, not trusted
 
 
 class Proposer:

@@ -4,11 +4,13 @@ choosing and wording happen in proposers/pack.py and proposers/prompts.py."""
 
 from django.conf import settings
 
+from memory import services as memory
 from proposers import pack, prompts
-from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
+from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
 from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
+from searches.selectors.lessons import lessons_for_search
 from searches.selectors.targets import target_facts
 
 from . import gate
@@ -44,7 +46,19 @@ def problem_context(search: Search) -> ProblemContext:
         outputs=list((problem.validation or {}).get("outputs") or []), allow_library=search.allow_library,
         description=problem.description, language=search.language, target=target_facts(device=search.device),
         eager_ms=baseline.get("eager_ms"), compile_ms=baseline.get("compile_ms"), bank=bank(search),
+        lessons=lessons_shown(search),
     )
+
+
+def lessons_shown(search: Search) -> list[LessonShown]:
+    """The approved lessons of similar problems this call's prompt carries, each counted as shown once
+    more (a context is built for one call about to be sent). The playbook reads no prompt: none."""
+    if search.proposer != Search.Proposer.ANTHROPIC:
+        return []
+    lessons = lessons_for_search(search)
+    memory.lessons_mark_shown(lesson_ids=[lesson.id for lesson in lessons])
+    return [LessonShown(text=lesson.shown_text, verdict=lesson.verdict, reason_code=lesson.reason_code,
+                        technique=lesson.technique) for lesson in lessons]
 
 
 def bank(search: Search) -> list[KernelContext]:

@@ -50,6 +50,9 @@ class Search(models.Model):
     # the next ideas calls; 0: none.
     profiled_kernels = models.PositiveSmallIntegerField(default=2)
     allow_library = models.BooleanField(default=False)
+    # Kept to its owner (and administrators) in the team's memory: its lessons and idea outcomes reach
+    # no one else's prompts or memory pages (searches/selectors/lessons.py::visible_search_ids).
+    private = models.BooleanField(default=False)
     # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).

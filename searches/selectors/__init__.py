@@ -27,6 +27,14 @@ from .leaderboards import (  # noqa: F401
     leaderboard_rows,
     leaderboard_problems,
 )
+from .lessons import (  # noqa: F401
+    visible_search_ids,
+    search_key,
+    lessons_for_search,
+    lesson_effect,
+    lessons_page,
+    lesson_for_user,
+)
 from .problems import (  # noqa: F401
     problem_list,
     problem_versions,

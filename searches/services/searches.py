@@ -94,7 +94,7 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
                  repair_attempts: int = 1, profiled_kernels: int = 2, language: str = "", stale_rounds: int = 0,
                  sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
-                 repair_model: str = "") -> Search:
+                 repair_model: str = "", private: bool = False) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
@@ -109,7 +109,8 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
         effort=effort or "", allow_library=bool(allow_library), ideas_model=(ideas_model or "")[:100],
-        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100], **knobs,
+        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100], private=bool(private),
+        **knobs,
     )
     events.publish_search_status(search)
     kick(search.id)
@@ -227,6 +228,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     require_search_room(user)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
+        private=search.private,  # a fork of a private search keeps its lessons out of the team's prompts too
         # Named for its source unless a name was given (the knobs carry the source's own name).
         **{**knobs, "name": (overrides.get("name") or f"{str(search)[:193]} (fork)")[:200]},
     )
