@@ -27,6 +27,7 @@ class EvaluationJob(models.Model):
         SEARCH = "search", "Search candidate"
         RERUN = "rerun", "Verified rerun"
         MANUAL = "manual", "Manual submission"
+        TOOL = "tool", "Agent tool run"  # compile, check or profile a draft: advisory, never a verdict
 
     problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="jobs")
     kernel = models.ForeignKey(Kernel, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
@@ -39,6 +40,9 @@ class EvaluationJob(models.Model):
     infra_attempts = models.PositiveSmallIntegerField(default=0)
     seed = models.BigIntegerField(null=True, blank=True)
     options = models.JSONField(default=dict, blank=True)  # extra runner arguments, e.g. allow_library
+    # A tool run's search (it has no kernel yet: the draft's source is in `options`) and the runner's answer.
+    search = models.ForeignKey(Search, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    result = models.JSONField(null=True, blank=True)
     # Who asked for it (their cap, searches/services/scheduling.py); null for the engine's and the system's.
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")

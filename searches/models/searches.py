@@ -50,6 +50,10 @@ class Search(models.Model):
     # the next ideas calls; 0: none.
     profiled_kernels = models.PositiveSmallIntegerField(default=2)
     allow_library = models.BooleanField(default=False)
+    # Agent mode: a kernel call may compile, check and profile drafts (runner jobs) before it submits,
+    # at most `agent_tool_calls` times per kernel.
+    agent_mode = models.BooleanField(default=False)
+    agent_tool_calls = models.PositiveSmallIntegerField(default=4)
     # Kept to its owner (and administrators) in the team's memory: its lessons and idea outcomes reach
     # no one else's prompts or memory pages (searches/selectors/lessons.py::visible_search_ids).
     private = models.BooleanField(default=False)
@@ -120,6 +124,7 @@ class ProposerCall(models.Model):
     cost_usd = models.FloatField(default=0.0)
     duration_s = models.FloatField(default=0.0)
     no_tool_replies = models.PositiveSmallIntegerField(default=0)  # replies calling no tool under tool_choice auto
+    tool_calls = models.PositiveSmallIntegerField(default=0)  # agent mode: compile/check/profile runs it made
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
