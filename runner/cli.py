@@ -29,6 +29,8 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--rtol", type=float)
     evaluate.add_argument("--allow-library", action="store_true",
                           help="allow forward to compute with PyTorch/library calls")
+    evaluate.add_argument("--compile-only", action="store_true",
+                          help="stop once the kernel builds: status compiled, or why not (nothing judged)")
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = api.evaluate(problem, _read(args.kernel), device=args.device, seed=args.seed,
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol,
-                                  allow_library=args.allow_library)
+                                  allow_library=args.allow_library, compile_only=args.compile_only)
     except api.RunnerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

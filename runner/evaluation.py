@@ -89,7 +89,9 @@ def empty_validation() -> dict:
 
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
-             allow_library: bool = False) -> dict:
+             allow_library: bool = False, compile_only: bool = False) -> dict:
+    """The verdict on a kernel; `compile_only`: whether it passes the static rules and builds (status
+    "compiled"), nothing run or judged (a draft's check for the agent's `compile` tool)."""
     check_device(device)
     seed = _seed(seed)
     result = empty_verdict(seed)
@@ -112,6 +114,9 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
            "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
+            if compile_only:
+                return {**_build_only(pool, {**job, "stop_after": "build", "paired": False}, timeout),
+                        "advisories": result["advisories"]}
             judged = _judge(pool, job, validation, environment, timeout)
             judged["advisories"] = result["advisories"]
             return judged
@@ -199,6 +204,24 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     return result
 
 
+def _build_only(pool, job: dict, timeout: float) -> dict:
+    """The candidate's sandbox loads and builds it, then stops: no truths, no judge, no timing."""
+    result = empty_verdict(job["seed"])
+    sandbox = pool.take()
+    outputs_fd = sandbox.take_exchange()
+    try:
+        outcome = sandbox.run(job, timeout)
+    finally:
+        os.close(outputs_fd)
+    result["environment"] = environment_of(sandbox, pool)
+    _candidate_verdict(result, outcome, sandbox, built_only=True)
+    result.pop("build", None)
+    result["exchange"] = result["timing"] = None
+    if result["status"] == "correct":  # the sandbox refused nothing: that is all a build says
+        result.update(status="compiled", reason="it built")
+    return result
+
+
 def _tf32_on(flag_baseline: dict | None) -> bool:
     flags = (flag_baseline or {}).get("flags") or {}
     return bool(flags.get("cudnn.allow_tf32") or flags.get("cuda.matmul.allow_tf32")
@@ -213,7 +236,7 @@ def _truths(sandbox, job: dict, timeout: float, pairing):
             pairing.gone()
 
 
-def _candidate_verdict(result: dict, outcome, sandbox) -> None:
+def _candidate_verdict(result: dict, outcome, sandbox, built_only: bool = False) -> None:
     """What the candidate's sandbox said, where believable: its own failures are; a `correct` here
     only means that the trusted judge is to decide, from the outputs in `exchange`."""
     result["exchange"] = None
@@ -222,7 +245,7 @@ def _candidate_verdict(result: dict, outcome, sandbox) -> None:
                       log=compiling.trim(outcome.stderr[-6000:]) if outcome.stderr else "")
         return
     try:
-        raw = schema.evaluation(outcome.result)
+        raw = schema.evaluation(outcome.result, built_only)
     except schema.Malformed as exc:
         raw = {"status": "rejected", "reason": f"the sandbox sent a malformed verdict ({exc}); none of it is used",
                "reason_code": findings.RULE}

@@ -141,9 +141,7 @@ def input_sets(module, device: str, seed: int, needed=None) -> tuple[list, int]:
 
 
 def _as64(value):
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.to(torch.float64)
-    return value
+    return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
 
 
 # --- evaluate ---------------------------------------------------------------------------
@@ -191,6 +189,8 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     phases, mark = result["phases"], _perf_counter()
     new = beats.wrap(_build_candidate(job, module, init, seed, device, reference, result))
     phases["build_s"], mark = _perf_counter() - mark, _perf_counter()
+    if job.get("stop_after") == "build":  # a draft's compile check (the agent's tool): nothing is run
+        return
     channel.request_device()
     phases["device_wait_s"], mark = _perf_counter() - mark, _perf_counter()
     _guard(guarded)
