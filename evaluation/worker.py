@@ -260,9 +260,12 @@ class EvaluationWorker:
         problem = job.problem
         if job.purpose == EvaluationJob.Purpose.VALIDATE:
             return pool.validate(problem.source, device=job.device, timeout=settings.RUNNER_TIMEOUT)
-        return pool.evaluate(
-            problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
-            atol=problem.atol, rtol=problem.rtol, allow_library=bool((job.options or {}).get("allow_library")),
+        options = job.options or {}
+        tool = options.get("tool") if job.purpose == EvaluationJob.Purpose.TOOL else None
+        return pool.evaluate(  # a tool run judges a draft like a candidate; `compile` only builds it
+            problem.source, options.get("source", "") if tool else job.kernel.source, device=job.device,
+            seed=job.seed, timeout=settings.RUNNER_TIMEOUT, atol=problem.atol, rtol=problem.rtol,
+            allow_library=bool(options.get("allow_library")), compile_only=tool == "compile",
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:
@@ -277,6 +280,8 @@ class EvaluationWorker:
                 return False
             if job.purpose == EvaluationJob.Purpose.VALIDATE:
                 services.problem_record_validation(problem=job.problem, job=job, result=result)
+            elif job.purpose == EvaluationJob.Purpose.TOOL:
+                services.tool_job_record(job=job, result=result)
             else:
                 services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
             WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)

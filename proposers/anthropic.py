@@ -25,13 +25,14 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anthropic
 from django.conf import settings
 
-from . import pack, prompts
-from .base import Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError
+from . import agent, pack, prompts
+from .base import (Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox, Exchange,
+                   merge_exchanges)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class AnthropicProposer(Proposer):
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
                  timeout: float | None = None, gate: Gate | None = None, thinking: int = 0,
-                 step_models: dict | None = None, cache_ttl: str | None = None):
+                 step_models: dict | None = None, cache_ttl: str | None = None, tools: Toolbox | None = None):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -73,6 +74,10 @@ class AnthropicProposer(Proposer):
         self.ideas_max_tokens = ideas_max_tokens
         self.kernel_max_tokens = kernel_max_tokens
         self.gate = gate or Gate()
+        # Agent mode: kernel calls may compile, check and profile drafts (`tools`, runs in the evaluator's
+        # sandbox) before they submit. Every call offers the same tools: tools head the cached prefix.
+        self.toolbox = tools
+        self.tools = list(prompts.TOOLS) + (list(prompts.AGENT_TOOLS) if tools else [])
         self.closed = False
         self.timeout = timeout if timeout is not None else settings.ANTHROPIC_TIMEOUT
         # Retries are ours (below), so that a pause the API asks for reaches every caller of the key.
@@ -99,7 +104,7 @@ class AnthropicProposer(Proposer):
         seen = {pack.idea_key(t.title) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
             reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas", subject)
-            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            total = reply.exchange if total is None else merge_exchanges(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
                 answered = True  # an empty list in a well-formed call: no new ideas
@@ -140,10 +145,17 @@ class AnthropicProposer(Proposer):
         then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
         (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
+        left = self.toolbox.cap if self.toolbox else 0  # tool runs left to this kernel, across both tries
+        task += prompts.agent_note(left) if self.toolbox else ""
         for attempt in range(2):
-            reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
-                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
-            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            asked = task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why)
+            if self.toolbox:
+                reply, left = agent.converse(self._call, self.toolbox, problem=problem, task=asked, step=step,
+                                             subject=subject, max_tokens=self.kernel_max_tokens, left=left,
+                                             may_force=not (self.effort or self.thinking))
+            else:
+                reply = self._call(problem, asked, self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
+            total = reply.exchange if total is None else merge_exchanges(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
                 lesson = lesson_of(reply.tool_input) if step == "repair" else ""
@@ -157,9 +169,9 @@ class AnthropicProposer(Proposer):
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
     def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str,
-              subject: dict | None = None) -> "Reply":
+              subject: dict | None = None, turns: tuple = (), choice: dict | None = None) -> "Reply":
         """One request: the cached system blocks, then the kernel the task is about (`subject`, cached
-        too) and the task."""
+        too) and the task; then, in agent mode, the tool turns so far (`turns`)."""
         system = prompts.system_blocks(problem, self.cache_ttl)
         content = [subject, {"type": "text", "text": task}] if subject else task
         prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + (subject or {}).get("text", "") + task
@@ -167,9 +179,10 @@ class AnthropicProposer(Proposer):
         exchange = Exchange(prompt=prompt_text, model=model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
-        choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
-        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
-                   "tool_choice": choice, "messages": [{"role": "user", "content": content}]}
+        if choice is None:
+            choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
+        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": self.tools,
+                   "tool_choice": choice, "messages": [{"role": "user", "content": content}, *turns]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
         if self.thinking:  # the budget comes on top of the reply's own tokens (it must stay below max_tokens)
@@ -194,13 +207,16 @@ class AnthropicProposer(Proposer):
         thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
                            if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
+        content = agent.blocks_of(message.content)
+        uses = [b for b in content if b["type"] == "tool_use" and b["name"] != tool["name"]]
         # Counted: under tool_choice auto the model may answer in prose alone (asked again once by the caller).
-        exchange.no_tool_replies = int(tool_input is None and choice["type"] == "auto")
+        exchange.no_tool_replies = int(tool_input is None and not uses and choice["type"] == "auto")
         exchange.reply = text if tool_input is None else (
             (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
         if thought:  # the model's reasoning before its reply, kept with the exchange people read
             exchange.reply = f"[thinking]\n{thought}\n\n" + exchange.reply
-        return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange)
+        return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange,
+                     content=content, uses=uses)
 
 
     def _send(self, request: dict):
@@ -269,6 +285,8 @@ class Reply:
     tool_input: object  # the tool call's input as decoded by the SDK, or None without a tool call
     stop_reason: str
     exchange: Exchange
+    content: list = field(default_factory=list)  # the reply's blocks as the next turn sends them back
+    uses: list = field(default_factory=list)  # its calls of tools other than the one asked for (agent mode)
 
 
 def _says_none(data) -> bool:
@@ -324,17 +342,6 @@ def lesson_of(data) -> str:
     """A repair's `lesson`, on one line and cut to prompts.LESSON_CHARS ("" when absent or not text)."""
     given = data.get("lesson") if isinstance(data, dict) else None
     return " ".join(given.split())[:prompts.LESSON_CHARS] if isinstance(given, str) else ""
-
-
-def _merge(first: Exchange, second: Exchange) -> Exchange:
-    return Exchange(
-        prompt=second.prompt, reply=first.reply + "\n\n----- retry -----\n\n" + second.reply, model=second.model,
-        input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
-        cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
-        cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
-        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
-        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
-    )
 
 
 def _describe(exc: Exception) -> str:

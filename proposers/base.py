@@ -36,6 +36,25 @@ class Gate:
 
 
 @dataclass
+class ToolRun:
+    """A tool's answer to the model: `text` goes back as the tool_result."""
+
+    text: str
+    is_error: bool = False
+
+
+class Toolbox:
+    """Agent mode: what a kernel call may run on a draft before it submits (compile, check, profile),
+    at most `cap` runs per kernel; the engine's runs each in the evaluator's sandbox
+    (searches/engine/tools.py). This one runs nothing."""
+
+    cap = 0
+
+    def run(self, tool: str, arguments: dict) -> ToolRun:
+        return ToolRun(f"the tool {tool!r} is not available", is_error=True)
+
+
+@dataclass
 class Exchange:
     """What one proposer call cost and said: stored as a ProposerCall."""
 
@@ -49,6 +68,20 @@ class Exchange:
     cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written to the 1-hour cache (priced 2x input)
     duration_s: float = 0.0
     no_tool_replies: int = 0  # replies that called no tool where the model could choose (tool_choice auto)
+    tool_calls: int = 0  # agent mode: compile, check and profile runs made for this call
+
+
+def merge_exchanges(first: Exchange, second: Exchange, between: str = "\n\n----- retry -----\n\n") -> Exchange:
+    """Two requests of one call as one: the second's prompt, both replies, their tokens and counts summed."""
+    return Exchange(
+        prompt=second.prompt, reply=first.reply + between + second.reply, model=second.model,
+        input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
+        cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
+        cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
+        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
+        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
+        tool_calls=first.tool_calls + second.tool_calls,
+    )
 
 
 @dataclass

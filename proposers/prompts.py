@@ -108,6 +108,58 @@ KERNEL_TOOL = {
 
 TOOLS = (IDEAS_TOOL, KERNEL_TOOL)
 
+# Agent mode: what a kernel call may run on a draft before it submits, each a job in the evaluator's sandbox.
+_DRAFT = {"type": "object", "properties": {"source": {"type": "string", "description": (
+    "a complete Python module defining class ModelNew")}}, "required": ["source"]}
+COMPILE_TOOL = {"name": "compile", "description": (
+    "Build a draft in the evaluator's sandbox (static rules, then the compiler); nothing is run. Answers "
+    "'it builds' or the compiler's first error lines."), "input_schema": _DRAFT}
+CHECK_TOOL = {"name": "check", "description": (
+    "Run a draft's correctness check in the evaluator's sandbox, on the problem's inputs: the verdict, and for a "
+    "wrong one how many elements are wrong, where, NaN and inf counts."), "input_schema": _DRAFT}
+PROFILE_TOOL = {"name": "profile", "description": (
+    "Time and profile a kernel in the evaluator's sandbox: its median time, speedup over eager and profile "
+    "(achieved bandwidth and FLOP rate, registers, occupancy, bottleneck where known)."),
+    "input_schema": {"type": "object", "properties": {"kernel": {"type": "string", "description": (
+        "a draft's complete module, or #N to profile kernel N of this search")}}, "required": ["kernel"]}}
+AGENT_TOOLS = (COMPILE_TOOL, CHECK_TOOL, PROFILE_TOOL)
+
+
+def agent_note(cap: int) -> str:
+    """Told after a kernel task's reply instructions under agent mode."""
+    return (f"\n\nBefore you submit, you may call `compile`, `check` and `profile` on a draft, at most {cap} tool "
+            "calls in all for this kernel. Each runs in the evaluator's sandbox and takes a while; their answers are "
+            "advice, and the kernel you submit is judged afresh.")
+
+
+def agent_last_turn(cap: int) -> str:
+    return (f"You have used the {cap} tool calls this kernel allows. Submit your kernel now: call `submit_kernel` "
+            "with the complete module.")
+
+
+def tool_result_text(tool: str, result: dict) -> str:
+    """A tool run's answer, as the model reads it (the runner's words fenced: they quote the draft)."""
+    status, reason = result.get("status") or "unknown", result.get("reason") or ""
+    log = result.get("log") or (result.get("compile") or {}).get("log") or ""
+    if status == "compiled":
+        return "It builds. Nothing was run: `check` says whether it is correct."
+    if status == "compile_error":
+        return f"It does not build. Compiler output, from its first error:\n{fence('log', pack.compile_log(log))}"
+    if status != "correct":
+        text = f"Verdict: {status}.\n{fence('reason', reason or status)}"
+        table = pack.error_table((result.get("correctness") or {}).get("per_distribution") or [])
+        if table:
+            text += f"\nCorrectness per input distribution:\n{fence('error_table', table)}"
+        return text + (f"\nThe end of its stderr:\n{fence('log', pack.log_tail(log))}" if log else "")
+    if tool == "check":
+        names = [row.get("name") for row in (result.get("correctness") or {}).get("per_distribution") or []]
+        return f"Correct on the problem's {len(names)} input distributions ({', '.join(map(str, names))})."
+    timing, speedup = result.get("timing") or {}, result.get("speedup_vs_eager")
+    text = f"Correct; median {timing.get('median_ms', 0):.4g} ms" + (f", {speedup:.2f}x vs eager" if speedup else "")
+    if result.get("quarantined"):
+        text += " (implausibly fast: it would be held for review)"
+    return text + (f".\n{profile_text(result['profile'])}" if result.get("profile") else ".")
+
 
 def fence(name: str, text: str) -> str:
     """Delimit untrusted `text`; the key is a hash of the text itself, so the text cannot contain

@@ -58,6 +58,9 @@ from .searches import (  # noqa: F401
     search_fork,
     idea_add,
 )
+from .tools import (  # noqa: F401
+    tool_job_record,
+)
 from .suites import (  # noqa: F401
     ImportReport,
     ImportRow,
