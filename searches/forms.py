@@ -131,6 +131,11 @@ class SearchKnobs(forms.Form):
     thinking_tokens = forms.IntegerField(min_value=0, max_value=64000, initial=0, required=False,
                                          label="Thinking budget (tokens, Anthropic)",
                                          help_text="The model reasons before each reply; 0: off, else at least 1024.")
+    agent_mode = forms.BooleanField(required=False, label="Agent mode (Anthropic)",
+                                    help_text="Kernel calls may compile, check and profile drafts in the sandbox "
+                                              "before submitting; each run counts as a candidate.")
+    agent_tool_calls = forms.IntegerField(min_value=1, max_value=20, initial=4, required=False,
+                                          label="Tool calls per kernel (agent mode)")
     language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False, label="Kernel language",
                                  help_text="Stated in every prompt; it must fit the device.")
     rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
@@ -157,7 +162,7 @@ class SearchKnobs(forms.Form):
         data = dict(self.cleaned_data)
         for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("profiled_kernels", 2),
                              ("stale_rounds", 0), ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
-                             ("kernel_model", ""), ("repair_model", "")):
+                             ("kernel_model", ""), ("repair_model", ""), ("agent_tool_calls", 4)):
             if data.get(key) in (None, ""):
                 data[key] = default
         return data

@@ -106,8 +106,11 @@ def _budget_room(search: Search, flying: dict) -> int:
     """How many more calls the budgets allow with `flying` in flight (a large number when none is set)."""
     room = 1 << 20
     if search.max_candidates is not None:
-        made = Kernel.objects.filter(search=search, origin__in=records.GENERATED).count()
-        room = min(room, search.max_candidates - made - sum(c.makes_kernel for c in flying.values()))
+        # agent mode: a kernel call may also make its cap of tool runs, each counted as a candidate
+        each = 1 + (search.agent_tool_calls if search.agent_mode else 0)
+        left = search.max_candidates - records.candidates_spent(search) - each * sum(c.makes_kernel for c in flying.values())
+        # a lone call may start on less: the toolbox refuses the runs the budget has no room for
+        room = min(room, max(left // each, int(left > 0 and not flying)))
     if search.max_tokens is None and search.max_cost_usd is None:
         return room
     means = _mean_call_by_step(search)

@@ -13,7 +13,7 @@ from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.lessons import lessons_for_search
 from searches.selectors.targets import target_facts
 
-from . import gate
+from . import gate, tools
 
 TRIED_IDEAS_SHOWN = 40
 REASON_CHARS = 600  # of each earlier attempt's reason in a repair turn
@@ -29,6 +29,8 @@ def new_proposer(search: Search) -> Proposer:
         options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
                    "thinking": search.thinking_tokens, "gate": gate.for_environment(),
                    "step_models": {step: getattr(search, field) for step, field in Search.STEP_MODELS.items()}}
+        if search.agent_mode:  # kernel calls may compile, check and profile drafts, each a runner job
+            options["tools"] = tools.RunnerTools(search)
     return get_proposer(search.proposer, **options)
 
 

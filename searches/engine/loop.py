@@ -133,9 +133,11 @@ def _step(search_id: int) -> bool:
 def budget_reached(search: Search) -> str:
     """Why the search may not spend more, or "" while it may."""
     if search.max_candidates is not None:
-        made = Kernel.objects.filter(search=search, origin__in=GENERATED).count()
+        made = records.candidates_spent(search)
         if made >= search.max_candidates:
-            return f"budget reached: {made} of at most {search.max_candidates} candidates"
+            runs = records.tool_runs(search)
+            of_them = f" ({runs} of them tool runs)" if runs else ""
+            return f"budget reached: {made} of at most {search.max_candidates} candidates{of_them}"
     if search.max_tokens is not None and search.tokens_in + search.tokens_out >= search.max_tokens:
         return f"budget reached: {search.tokens_in + search.tokens_out} of at most {search.max_tokens} tokens"
     if search.max_cost_usd is not None and search.cost_usd >= search.max_cost_usd:

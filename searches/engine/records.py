@@ -13,7 +13,7 @@ from live import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
-from searches.models import Kernel, ProposerCall, Search, Verdict
+from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
 from searches.selectors.lessons import search_key
 from searches.services import kernels as kernel_services
 
@@ -23,6 +23,16 @@ log = logging.getLogger(__name__)
 
 # Kernels the engine made itself (budgets count these; user kernels and fork copies are free).
 GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
+
+
+def candidates_spent(search: Search) -> int:
+    """What the candidates budget has paid for: the engine's kernels and agent mode's tool runs (each a
+    runner job as a candidate is)."""
+    return Kernel.objects.filter(search=search, origin__in=GENERATED).count() + tool_runs(search)
+
+
+def tool_runs(search: Search) -> int:
+    return EvaluationJob.objects.filter(search=search, purpose=EvaluationJob.Purpose.TOOL).count()
 
 
 def lock_search(search_id: int) -> Search:
@@ -80,6 +90,7 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
         cost_usd=cost, duration_s=exchange.duration_s, no_tool_replies=exchange.no_tool_replies,
+        tool_calls=exchange.tool_calls,
     )
     tokens_in = exchange.input_tokens + exchange.cache_read_tokens + exchange.cache_write_tokens
     if tokens_in or exchange.output_tokens or cost:

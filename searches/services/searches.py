@@ -30,13 +30,14 @@ SEARCH_KNOB_LIMITS = {
     "stale_rounds": (0, 50),
     "sol_stop_percent": (0, 100),
     "thinking_tokens": (0, 64000),
+    "agent_tool_calls": (1, 20),  # agent mode: tool runs per kernel call
 }
 THINKING_LEAST = 1024  # the Messages API's smallest thinking budget
 
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
     "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
-    "language", *Search.STEP_MODELS.values(),
+    "language", "agent_mode", *Search.STEP_MODELS.values(),
 }
 
 
@@ -94,14 +95,16 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
                  repair_attempts: int = 1, profiled_kernels: int = 2, language: str = "", stale_rounds: int = 0,
                  sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
-                 repair_model: str = "", private: bool = False) -> Search:
+                 repair_model: str = "", private: bool = False, agent_mode: bool = False,
+                 agent_tool_calls: int = 4) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
     validated or a proposer that cannot serve it."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
                  profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens,
                  max_cost_usd=max_cost_usd, device=device, language=language or "", stale_rounds=stale_rounds,
-                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0)
+                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0,
+                 agent_tool_calls=agent_tool_calls)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     require_search_room(user)  # OverQuota past the person's cap on searches queued or running
@@ -110,7 +113,7 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
         effort=effort or "", allow_library=bool(allow_library), ideas_model=(ideas_model or "")[:100],
         kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100], private=bool(private),
-        **knobs,
+        agent_mode=bool(agent_mode), **knobs,
     )
     events.publish_search_status(search)
     kick(search.id)

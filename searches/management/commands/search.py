@@ -50,6 +50,10 @@ class Command(BaseCommand):
         parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
         parser.add_argument("--thinking", type=int, default=0,
                             help="LLM thinking budget in tokens before each reply (default 0: off; at least 1024)")
+        parser.add_argument("--agent-mode", action="store_true",
+                            help="LLM kernel calls may compile, check and profile drafts (runner jobs) before submitting")
+        parser.add_argument("--agent-tool-calls", type=int, default=4,
+                            help="agent mode: tool calls per kernel call (default 4); each counts as a candidate")
         parser.add_argument("--allow-library", action="store_true", help="allow library calls in kernels")
         parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
         parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
@@ -89,6 +93,7 @@ class Command(BaseCommand):
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
                     thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
                     kernel_model=opts["kernel_model"], repair_model=opts["repair_model"],
+                    agent_mode=opts["agent_mode"], agent_tool_calls=opts["agent_tool_calls"],
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
