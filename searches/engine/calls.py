@@ -71,6 +71,9 @@ def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
             for future in done:
                 call = flying.pop(future)
                 answer, error = future.result()
+                if error is not None and not Search.objects.filter(pk=search_id, status=Search.Status.RUNNING).exists():
+                    flying[future] = call  # a stopped search's call (a tool wait it ended): abandoned, below
+                    continue
                 call.save(answer, error)
                 made = True
     finally:
