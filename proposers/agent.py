@@ -40,7 +40,8 @@ def converse(call, toolbox: Toolbox, *, problem, task: str, step: str, subject, 
     (AnthropicProposer's, given `turns` and `choice`)."""
     turns, total, cap = [], None, toolbox.cap
     while True:
-        last = left <= 0 and bool(turns)
+        # the cap spent, or as many turns as the cap allows runs (calls of other tools run nothing)
+        last = bool(turns) and (left <= 0 or len(turns) >= 2 * (cap + 1))
         choice = ({"type": "tool", "name": prompts.KERNEL_TOOL["name"]} if last and may_force else {"type": "auto"})
         reply = call(problem, task, max_tokens, prompts.KERNEL_TOOL, step, subject, turns=tuple(turns), choice=choice)
         total = reply.exchange if total is None else merge_exchanges(total, reply.exchange, "\n\n")

@@ -126,6 +126,18 @@ def test_the_kernel_page_shows_the_tool_calls_of_its_exchange(problem, fake, dja
     assert "[compile]" in html and "[compile result, tool call 1 of 1]" in html and "It does not build" in html
 
 
+def test_calls_of_tools_that_run_nothing_still_end_in_a_forced_submit(problem, fake):
+    search = start(problem, agent_mode=True, agent_tool_calls=1)
+    fake.responder = lambda seen: ToolCall("propose_ideas", {"ideas": []})
+    loop.advance(search.id)
+    # each try: cap + 1 turns answered "not a tool of this task", then the forced turn; the forced reply
+    # has no source, so it is asked once more, then the kernel is a no-code node
+    assert [s.body["tool_choice"]["type"] for s in fake.requests] == ["auto", "auto", "tool"] * 2
+    assert "is not a tool of this task" in fake.requests[1].tool_results[0]["content"]
+    assert Kernel.objects.get(search=search).status == "no_code"
+    assert not EvaluationJob.objects.filter(purpose="tool").exists()
+
+
 def first_tool_use_id(seen) -> str:
     return next(b["id"] for b in seen.body["messages"][1]["content"] if b["type"] == "tool_use")
 
