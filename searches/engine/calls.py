@@ -111,7 +111,8 @@ def _budget_room(search: Search, flying: dict) -> int:
     if search.max_candidates is not None:
         # agent mode: a kernel call may also make its cap of tool runs, each counted as a candidate
         each = 1 + (search.agent_tool_calls if search.agent_mode else 0)
-        left = search.max_candidates - records.candidates_spent(search) - each * sum(c.makes_kernel for c in flying.values())
+        reserved = each * sum(c.makes_kernel for c in flying.values())
+        left = search.max_candidates - records.candidates_spent(search) - reserved
         # a lone call may start on less: the toolbox refuses the runs the budget has no room for
         room = min(room, max(left // each, int(left > 0 and not flying)))
     if search.max_tokens is None and search.max_cost_usd is None:

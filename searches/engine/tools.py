@@ -48,7 +48,8 @@ class RunnerTools(Toolbox):
             return ""
         named = _KERNEL_ID.fullmatch(given) if tool == "profile" else None
         if named:
-            return Kernel.objects.filter(search=search, pk=int(named.group(1))).values_list("source", flat=True).first() or ""
+            kernels = Kernel.objects.filter(search=search, pk=int(named.group(1)))
+            return kernels.values_list("source", flat=True).first() or ""
         return given if "class ModelNew" in given else ""
 
     def _wait(self, job: EvaluationJob, tool: str) -> ToolRun:

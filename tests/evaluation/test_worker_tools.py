@@ -50,3 +50,11 @@ def test_a_tool_run_is_run_on_its_draft_and_answered_on_its_job(problem, monkeyp
     assert job.result["status"] == "compile_error" and job.result["log"] == "kernel.c:1:1: error: nope"
     assert "environment" not in job.result  # the answer for the model, nothing of the host
     assert not BenchmarkRun.objects.exists()  # advice, never a verdict
+
+
+def test_a_tool_run_on_a_load_inline_draft_counts_as_a_long_build(problem, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-unused")
+    search = start(problem, agent_mode=True)
+    plain = queue.enqueue_tool(search, tool="check", source="class ModelNew: pass\n")
+    inline = queue.enqueue_tool(search, tool="check", source="from torch.utils.cpp_extension import load_inline\n")
+    assert (leases.builds(plain), leases.builds(inline)) == (False, True)
