@@ -48,6 +48,22 @@ class StandIn:
         self.thread.join(5)
 
 
+def test_the_setting_and_its_cap_where_the_other_knobs_live(problem, fake):
+    from django.core.exceptions import ValidationError
+
+    from searches.forms import SearchStartForm
+
+    with pytest.raises(ValidationError, match="agent tool calls must be a whole number from 1 to 20"):
+        start(problem, agent_mode=True, agent_tool_calls=0)
+    form = SearchStartForm({"proposer": "anthropic", "device": "cpu", "rounds": 1, "parents_per_round": 1,
+                            "ideas_per_parent": 1, "kernels_per_idea": 1, "bank_size": 0, "agent_mode": "on"})
+    assert form.is_valid(), form.errors
+    assert (form.search_fields()["agent_mode"], form.search_fields()["agent_tool_calls"]) == (True, 4)
+    search = services.search_start(problem=problem, user=None, **form.search_fields())
+    assert (search.agent_mode, search.agent_tool_calls) == (True, 4)
+    assert {"agent_mode", "agent_tool_calls"} <= services.SEARCH_FORK_OVERRIDES  # a fork keeps or changes them
+
+
 def test_agent_mode_off_offers_only_the_two_tools_and_no_tool_loop(problem, fake):
     search = start(problem)
     loop.advance(search.id)
