@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation import queue
@@ -180,7 +181,7 @@ def search_cancel(*, search: Search, user) -> Search:
     search.finished_at = timezone.now()
     search.save(update_fields=["status", "stop_reason", "finished_at"])
     for job in EvaluationJob.objects.select_for_update().filter(
-        kernel__search=search, status=EvaluationJob.Status.QUEUED
+        Q(kernel__search=search) | Q(search=search), status=EvaluationJob.Status.QUEUED  # its tool runs too
     ):
         job_fail(job=job, reason="not evaluated: the search was cancelled", reason_code=Kernel.CANCELLED)
     events.publish_search_status(search)

@@ -176,3 +176,13 @@ def test_a_paused_search_ends_the_wait_for_a_tool_run(problem, fake):
     assert not Kernel.objects.filter(search=search).exists()
     assert EvaluationJob.objects.get(search=search, purpose="tool").status == "failed"  # withdrawn, never run
     assert [task_of(s) for s in fake.requests] == ["starting kernel"]
+
+
+def test_cancelling_a_search_withdraws_its_queued_tool_runs(problem, fake):
+    from evaluation import queue
+
+    search = start(problem, agent_mode=True)
+    job = queue.enqueue_tool(search, tool="check", source=kernel_source("draft"))
+    services.search_cancel(search=search, user=None)
+    job.refresh_from_db()
+    assert (job.status, job.last_error) == ("failed", "not evaluated: the search was cancelled")
