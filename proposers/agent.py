@@ -12,7 +12,7 @@ are advice: the submitted kernel is judged afresh.
 import json
 
 from . import prompts
-from .base import Toolbox, ToolRun, merge_exchanges
+from .base import ProposerError, Toolbox, ToolRun, merge_exchanges
 
 AGENT_TOOL_NAMES = tuple(tool["name"] for tool in prompts.AGENT_TOOLS)
 SHOWN_SOURCE_CHARS = 400  # of a draft's source in the stored exchange (the runs are what people read)
@@ -50,7 +50,11 @@ def converse(call, toolbox: Toolbox, *, problem, task: str, step: str, subject, 
             return reply, left
         results = []
         for use in reply.uses:
-            outcome, ran = _answer(toolbox, use, left, cap)
+            try:
+                outcome, ran = _answer(toolbox, use, left, cap)
+            except ProposerError as exc:  # the turns so far were paid for: the call keeps them
+                exc.exchange = total
+                raise
             left -= ran
             total.tool_calls += ran
             counted = f", tool call {total.tool_calls} of {cap}" if ran else ""
@@ -69,7 +73,7 @@ def _answer(toolbox: Toolbox, use: dict, left: int, cap: int):
         return _refusal(f"`{name}` is not a tool of this task: call `submit_kernel` with your kernel"), 0
     if left <= 0:
         return _refusal(f"not run: this kernel's {cap} tool calls are used up"), 0
-    return toolbox.run(name, arguments), 1
+    return toolbox.run(name, arguments), 1  # ProposerError: the search stopped while it waited
 
 
 def _refusal(text: str) -> ToolRun:

@@ -35,6 +35,7 @@ from . import context, records
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5  # how often a search with calls in flight looks for new work, a pause or a cancel
+ABANDON_WAIT_S = 1.0  # for the calls of a stopped search to end, keeping what they paid for
 
 
 @dataclass
@@ -96,12 +97,15 @@ def _abandon(proposer, flying: dict, search: Search) -> None:
     if not flying:
         return
     context.close_proposer(proposer)
+    wait(list(flying), timeout=ABANDON_WAIT_S)  # calls notice the stop within it (closed connections, tool waits)
     for future, call in flying.items():
         future.cancel()
+        # a call that ended on the stop (an agent's tool wait) brings the turns it had paid for
+        ended = future.result()[1] if future.done() and not future.cancelled() else None
         reason = f"abandoned: the search was {search.get_status_display().lower()} while the call was in flight"
         with transaction.atomic():
             records.lock_search(search.id)
-            records.record_call(search, _purpose(call), Exchange(), error=reason)
+            records.record_call(search, _purpose(call), getattr(ended, "exchange", None) or Exchange(), error=reason)
     flying.clear()
 
 

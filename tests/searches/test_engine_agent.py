@@ -173,6 +173,7 @@ def test_a_paused_search_ends_the_wait_for_a_tool_run(problem, fake):
     pauser.join(5)
     [call] = ProposerCall.objects.filter(search=search)
     assert not call.ok and "abandoned" in call.error
+    assert call.output_tokens == fake.usage_given["output"] > 0  # the turn before the wait was paid for
     assert not Kernel.objects.filter(search=search).exists()
     assert EvaluationJob.objects.get(search=search, purpose="tool").status == "failed"  # withdrawn, never run
     assert [task_of(s) for s in fake.requests] == ["starting kernel"]
