@@ -265,7 +265,7 @@ class EvaluationWorker:
         return pool.evaluate(  # a tool run judges a draft like a candidate; `compile` only builds it
             problem.source, options.get("source", "") if tool else job.kernel.source, device=job.device,
             seed=job.seed, timeout=settings.RUNNER_TIMEOUT, atol=problem.atol, rtol=problem.rtol,
-            allow_library=bool(options.get("allow_library")), compile_only=tool == "compile",
+            allow_library=bool(options.get("allow_library")), compile_only=tool == "compile", untimed=tool == "check",
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:

@@ -31,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
                           help="allow forward to compute with PyTorch/library calls")
     evaluate.add_argument("--compile-only", action="store_true",
                           help="stop once the kernel builds: status compiled, or why not (nothing judged)")
+    evaluate.add_argument("--untimed", action="store_true",
+                          help="judge its correctness only, nothing timed (no speed, no profile)")
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = api.evaluate(problem, _read(args.kernel), device=args.device, seed=args.seed,
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol,
-                                  allow_library=args.allow_library, compile_only=args.compile_only)
+                                  allow_library=args.allow_library, compile_only=args.compile_only,
+                                  untimed=args.untimed)
     except api.RunnerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

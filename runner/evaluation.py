@@ -89,9 +89,10 @@ def empty_validation() -> dict:
 
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
-             allow_library: bool = False, compile_only: bool = False) -> dict:
+             allow_library: bool = False, compile_only: bool = False, untimed: bool = False) -> dict:
     """The verdict on a kernel; `compile_only`: whether it passes the static rules and builds (status
-    "compiled"), nothing run or judged (a draft's check for the agent's `compile` tool)."""
+    "compiled"), nothing run or judged (a draft's check for the agent's `compile` tool); `untimed`: its
+    correctness judged by the trusted judge, nothing timed (the agent's `check`)."""
     check_device(device)
     seed = _seed(seed)
     result = empty_verdict(seed)
@@ -111,7 +112,9 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
-           "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
+           "paired": device == "cpu" and not untimed}  # eager timed between the candidate's blocks (pairing.py)
+    if untimed:
+        job["stop_after"] = "correctness"
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
             if compile_only:
@@ -162,14 +165,14 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
         builds.finish(outcome.result if isinstance(outcome.result, dict) else None)
         result["build_cache"] = builds.describe()
         result["environment"] = environment_of(sandbox, pool)
-        _candidate_verdict(result, outcome, sandbox)
+        _candidate_verdict(result, outcome, sandbox, built_only=bool(job.get("stop_after")))
         if result["status"] == "oom" and sandbox.gpu_cap_mb and sandbox.gpu_exceeded_mb is None:
             others = gpumem.others_fault(f"{result['reason']}\n{result['log']}\n{outcome.stderr}", sandbox.gpu_cap_mb)
             if others:
                 raise _DeviceFull(others)
         if result["status"] == "correct":
             mark = time.monotonic()
-            _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout)
+            _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout, untimed=bool(job.get("stop_after")))
             result["phases"]["judge_s"] = time.monotonic() - mark
             if result["status"] != "correct":  # timed, but only a correct kernel's time means anything
                 result["timing"] = None
@@ -258,7 +261,8 @@ def _candidate_verdict(result: dict, outcome, sandbox, built_only: bool = False)
         result["status"], result["reason"] = limited
 
 
-def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox, timeout: float) -> None:
+def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox, timeout: float,
+             untimed: bool = False) -> None:
     """`correct` or not, decided outside both sandboxes: the trusted judge's comparison, then the
     batch clock's check of the reported times."""
     shipped, result["exchange"] = result.pop("exchange"), None
@@ -280,7 +284,8 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
         exchange.seal(outputs_fd)
         if shipped is None:
             raise exchange.Unusable("the candidate's sandbox sent no outputs")
-        reply = pool.referee.judge({"truths": truths, "outputs": shipped}, truths_fd, outputs_fd, timeout)
+        request = {"truths": truths, "outputs": shipped, **({"untimed": True} if untimed else {})}
+        reply = pool.referee.judge(request, truths_fd, outputs_fd, timeout)
         if "unusable" in reply or "error" in reply:
             raise exchange.Unusable(str(reply.get("unusable") or reply.get("error"))[:400])
         result["correctness"] = schema.correctness(reply["correctness"])
@@ -306,6 +311,8 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
             f"given the storages of input set {swapped[1] + 1} holding set {swapped[0] + 1}'s data, it returned a "
             f"wrong result (err {findings.figure(swapped[2])}): results must come from the inputs' data, not from "
             "their identity (a cache keyed on id(), data_ptr() or `is` returns what it stored for those storages)"))
+        return
+    if untimed:  # a draft's check: its correctness is all it asked
         return
     batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
     found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)

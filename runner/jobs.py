@@ -113,17 +113,13 @@ def out_of_memory(exc: BaseException) -> bool:
         or "out of memory" in lowered or "can't allocate memory" in lowered
 
 
-def _timer(device: str):
-    return timing.time_cuda if device == "cuda" else timing.time_cpu
-
-
 def measure(channel, what: str, device: str, fn, sets, **options) -> dict:
     """One timed measurement, announced to the parent, which reads the GPU's state around it
     (gpustate.py) and answers whether it was disturbed and is to be taken again (bounded there).
     A wall-clock gap the events did not see is reported for the same decision, not a verdict."""
     while True:
         channel.send("timing", what=what, at="begin")
-        measured = _timer(device)(fn, sets, **options)
+        measured = (timing.time_cuda if device == "cuda" else timing.time_cpu)(fn, sets, **options)
         channel.send("timing", what=what, at="end", gap=timing.unseen_work(measured))
         if not channel.receive().get("again"):
             return measured
@@ -224,6 +220,8 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     for index, name in enumerate(problems.DISTRIBUTIONS):
         shipped["distributions"].append(_run_distribution(module, name, index, seed, device, run_candidate, ship))
     phases["correctness_s"], mark = _perf_counter() - mark, _perf_counter()
+    if job.get("stop_after") == "correctness":  # a draft's check (the agent's tool): judged, not timed
+        return
     result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")

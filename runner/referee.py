@@ -50,7 +50,7 @@ def judge(request: dict, fds: list[int]) -> dict:
         return {"error": "two exchange memories were expected"}
     truths, outputs = Reader(fds[0]), Reader(fds[1])
     try:
-        return _judge(request["truths"], request["outputs"], truths, outputs)
+        return _judge(request["truths"], request["outputs"], truths, outputs, untimed=request.get("untimed") is True)
     except Unusable as exc:
         return {"unusable": str(exc)}
     finally:
@@ -58,7 +58,8 @@ def judge(request: dict, fds: list[int]) -> dict:
         outputs.close()
 
 
-def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
+def _judge(made: dict, shipped: dict, truths, outputs, untimed: bool = False) -> dict:
+    """`untimed` (the parent's word, for a draft's check): no timed or swapped call is owed."""
     from .exchange import Unusable
     from .verify import passes
 
@@ -100,7 +101,7 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
         ref_err = math.inf if kept["ref_err"] is None else float(kept["ref_err"])
         if failure is None and not passes(err, ref_err):
             failure = [index, None if err == math.inf else err]
-    if passed and not checked:
+    if passed and not checked and not untimed:
         raise Unusable("the candidate's sandbox sent no output of a timed call")
     swapped, swaps = None, 0
     for swap in shipped.get("swaps") or []:
@@ -113,7 +114,7 @@ def _judge(made: dict, shipped: dict, truths, outputs) -> dict:
         ref_err = math.inf if kept["ref_err"] is None else float(kept["ref_err"])
         if swapped is None and not passes(err, ref_err):
             swapped = [swap["set"], into, None if err == math.inf else err]
-    if passed and not swaps and made.get("swappable"):
+    if passed and not swaps and made.get("swappable") and not untimed:
         raise Unusable("the candidate's sandbox sent no swapped call")
     return {"correctness": correctness, "replay": {"failure": failure, "checked": checked},
             "swap": {"failure": swapped, "checked": swaps}}

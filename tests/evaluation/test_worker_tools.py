@@ -1,5 +1,5 @@
 """An agent's tool run through the worker: the draft from the job's options goes to the runner (built
-only, for `compile`), the answer is kept on the job, and no kernel or verdict is touched.
+only for `compile`, judged untimed for `check`), the answer is kept on the job, and no kernel or verdict is touched.
 test_engine_agent_e2e.py runs the same through the real runner."""
 
 from contextlib import contextmanager
@@ -32,8 +32,9 @@ class Pool:
         return self.answer
 
 
-@pytest.mark.parametrize("tool,compile_only", [("compile", True), ("check", False), ("profile", False)])
-def test_a_tool_run_is_run_on_its_draft_and_answered_on_its_job(problem, monkeypatch, tool, compile_only):
+@pytest.mark.parametrize("tool,compile_only,untimed", [("compile", True, False), ("check", False, True),
+                                                       ("profile", False, False)])
+def test_a_tool_run_is_run_on_its_draft_and_answered_on_its_job(problem, monkeypatch, tool, compile_only, untimed):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-unused")
     search = start(problem, agent_mode=True, allow_library=True)
     job = queue.enqueue_tool(search, tool=tool, source="class ModelNew: pass  # draft\n")
@@ -44,7 +45,7 @@ def test_a_tool_run_is_run_on_its_draft_and_answered_on_its_job(problem, monkeyp
     EvaluationWorker(name="tool-worker", device="cpu").run_job(pool, claimed)
     [(source, options)] = pool.asked
     assert source == "class ModelNew: pass  # draft\n"
-    assert options["compile_only"] is compile_only and options["allow_library"] is True
+    assert (options["compile_only"], options["untimed"], options["allow_library"]) == (compile_only, untimed, True)
     job.refresh_from_db()
     assert job.status == EvaluationJob.Status.DONE
     assert job.result["status"] == "compile_error" and job.result["log"] == "kernel.c:1:1: error: nope"
