@@ -115,8 +115,8 @@ COMPILE_TOOL = {"name": "compile", "description": (
     "Build a draft in the evaluator's sandbox (static rules, then the compiler); nothing is run. Answers "
     "'it builds' or the compiler's first error lines."), "input_schema": _DRAFT}
 CHECK_TOOL = {"name": "check", "description": (
-    "Run a draft's correctness check in the evaluator's sandbox, on the problem's inputs: the verdict, and for a "
-    "wrong one how many elements are wrong, where, NaN and inf counts."), "input_schema": _DRAFT}
+    "Check a draft's correctness in the evaluator's sandbox, on the problem's inputs (not timed): the verdict, and "
+    "for a wrong one how many elements are wrong, where, NaN and inf counts."), "input_schema": _DRAFT}
 PROFILE_TOOL = {"name": "profile", "description": (
     "Time and profile a kernel in the evaluator's sandbox: its median time, speedup over eager and profile "
     "(achieved bandwidth and FLOP rate, registers, occupancy, bottleneck where known)."),
