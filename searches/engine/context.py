@@ -2,12 +2,17 @@
 baselines, the bank, a kernel with its verdict and evidence, the ideas tried so far. The
 choosing and wording happen in proposers/pack.py and proposers/prompts.py."""
 
+import math
+from dataclasses import replace
+
 from django.conf import settings
 
-from proposers import pack, prompts
+from memory import bank as idea_bank
+from proposers import pack, playbook, prompts
 from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
 from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
+from searches.selectors.ideas import key_scope, search_priors
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.targets import target_facts
 
@@ -45,6 +50,31 @@ def problem_context(search: Search) -> ProblemContext:
         description=problem.description, language=search.language, target=target_facts(device=search.device),
         eager_ms=baseline.get("eager_ms"), compile_ms=baseline.get("compile_ms"), bank=bank(search),
     )
+
+
+def ideas_context(search: Search) -> ProblemContext:
+    """The problem as an ideas call sees it: with the team's priors on similar problems and, in the first
+    ideas call of a search started from the team's memory, the playbook's recipes for its family."""
+    problem = problem_context(search)
+    key, priors = search_priors(search)
+    first = search.seed_from_team and not Idea.objects.filter(search=search).exists()
+    menu = playbook.menu(problem.family or "", search.device) if first else []
+    return replace(problem, priors=priors, prior_scope=key_scope(key), menu=menu)
+
+
+def ideas_asked(search: Search, problem: ProblemContext) -> int:
+    """How many ideas to ask for: with priors that may steer, more than are implemented, so the ranking can
+    leave the least promising out before their kernels are paid for."""
+    count = search.ideas_per_parent
+    if not problem.priors or not search.prior_weight:
+        return count
+    return count + math.ceil(count * search.prior_weight / 100)
+
+
+def ideas_kept(search: Search, proposals: list, problem: ProblemContext) -> list:
+    """The reply's ideas in the order the priors and the model agree on, as many as the search implements."""
+    order = idea_bank.rank([p.technique for p in proposals], problem.priors, search.prior_weight / 100)
+    return [proposals[i] for i in order][: search.ideas_per_parent]
 
 
 def bank(search: Search) -> list[KernelContext]:
@@ -126,7 +156,7 @@ def tried_ideas(search: Search) -> list[TriedIdea]:
         kernels = list(idea.kernels.select_related("parent"))
         reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
         tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
-                               reasons=reasons, briefs=brief_verdicts(idea, kernels)))
+                               reasons=reasons, briefs=brief_verdicts(idea, kernels), technique=idea.technique))
     return list(reversed(tried))
 
 

@@ -56,6 +56,14 @@ class Search(models.Model):
     stale_rounds = models.PositiveSmallIntegerField(default=0)
     # A branch whose kernel reaches this % of its speed of light gets no more ideas (0: never stop).
     sol_stop_percent = models.PositiveSmallIntegerField(default=0)
+    # The team's memory (memory/bank.py): how far the priors of similar problems may reorder a parent's
+    # ideas, in % (0: shown, never steering); start from similar problems' best kernels and the playbook's
+    # menu; stop once the last rounds' gain per dollar falls under this many % points (0: never).
+    prior_weight = models.PositiveSmallIntegerField(default=50)
+    seed_from_team = models.BooleanField(default=False)
+    stop_points_per_dollar = models.FloatField(default=0.0)
+    # Seen by the person who started it and administrators only, its results kept out of others' priors.
+    private = models.BooleanField(default=False)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
@@ -145,6 +153,10 @@ class Idea(models.Model):
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
     # The proposer's distinct implementation briefs, one per kernel variant (each call sees its own).
     briefs = models.JSONField(default=list, blank=True)
+    # What kind of transformation it is (memory.keys.TECHNIQUES), and the speedup over its parent the
+    # proposer expected: the idea bank's key and its calibration.
+    technique = models.CharField(max_length=32, blank=True, db_index=True)
+    expected_speedup = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,0 +1,142 @@
+"""The idea bank: what the team's earlier ideas achieved, per idea key, as plain arithmetic.
+
+The caller (searches/selectors/ideas.py) reads the outcomes from the searches a viewer may see and
+passes them in; nothing here touches the database, so the numbers are always those of the rows as
+they are now (a kernel quarantined or verified later counts as it stands) and the same functions
+serve the prompt's priors, the ranking of a reply's ideas, the Ideas page and the benchmark.
+
+An outcome is one idea: an attempt at its technique. It succeeded when one of its kernels is trusted
+(correct, not quarantined, reproduced where a rerun was made) and faster than the idea's parent; its
+gain is the best such kernel's speedup over the parent."""
+
+from collections import Counter
+from dataclasses import dataclass, field
+from statistics import median
+
+from .keys import IdeaKey
+
+FAILURES_SHOWN = 3
+EXAMPLES_SHOWN = 2
+UNTRIED = (0.5, 1.05)  # (success rate, gain) assumed of a technique with no attempts, for the ranking
+
+
+@dataclass(frozen=True)
+class Outcome:
+    key: IdeaKey
+    idea_id: int
+    search_id: int
+    title: str = ""
+    model: str = ""  # the model of the call that proposed it ("playbook" for the built-in ideas)
+    gain: float | None = None  # the best trusted kernel's speedup over the idea's parent; None: none trusted
+    expected: float | None = None  # the speedup over the parent the proposer expected
+    cost_usd: float = 0.0  # its share of the ideas call plus its kernel and repair calls
+    failures: tuple[str, ...] = ()  # "verdict: reason" of its failed kernels
+    kernel_ids: tuple[int, ...] = ()
+
+    @property
+    def succeeded(self) -> bool:
+        return self.gain is not None and self.gain > 1.0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """One key's (or one technique's) record: the cells of the Ideas page and the lines of a prior."""
+
+    technique: str
+    attempts: int
+    successes: int
+    median_gain: float | None  # of the ideas with a trusted kernel
+    best_gain: float | None
+    cost_usd: float
+    failures: tuple[tuple[str, int], ...] = ()  # the most frequent failure reasons, with their counts
+    examples: tuple[tuple[str, float], ...] = ()  # (title, gain) of the ideas that worked best
+    idea_ids: tuple[int, ...] = field(default=(), repr=False)
+    kernel_ids: tuple[int, ...] = field(default=(), repr=False)
+    success_gain: float | None = None  # the median gain of the ideas that succeeded
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.attempts if self.attempts else 0.0
+
+    @property
+    def value(self) -> float:
+        """The gain to expect of one more attempt, smoothed toward an untried technique's with few attempts
+        (Laplace's rule: one success and one failure assumed)."""
+        rate = (self.successes + 2 * UNTRIED[0]) / (self.attempts + 2)
+        return rate * ((self.success_gain or UNTRIED[1]) - 1.0)
+
+
+def stats_of(technique: str, outcomes: list[Outcome]) -> Stats:
+    gains = [o.gain for o in outcomes if o.gain is not None]
+    wins = sorted((o for o in outcomes if o.succeeded), key=lambda o: -o.gain)
+    reasons = Counter(f for o in outcomes for f in dict.fromkeys(o.failures))
+    return Stats(
+        technique=technique, attempts=len(outcomes), successes=len(wins),
+        median_gain=median(gains) if gains else None, best_gain=max(gains) if gains else None,
+        cost_usd=sum(o.cost_usd for o in outcomes), failures=tuple(reasons.most_common(FAILURES_SHOWN)),
+        examples=tuple((o.title, o.gain) for o in wins[:EXAMPLES_SHOWN]),
+        idea_ids=tuple(o.idea_id for o in outcomes), kernel_ids=tuple(k for o in outcomes for k in o.kernel_ids),
+        success_gain=median(o.gain for o in wins) if wins else None,
+    )
+
+
+def summarise(outcomes: list[Outcome], by=lambda o: o.key) -> dict:
+    """{group: Stats} over the outcomes, grouped by `by` (an IdeaKey by default)."""
+    groups: dict = {}
+    for outcome in outcomes:
+        groups.setdefault(by(outcome), []).append(outcome)
+    return {group: stats_of(rows[0].key.technique, rows) for group, rows in groups.items()}
+
+
+def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None) -> list[Stats]:
+    """Per technique, what the outcomes of similar problems (IdeaKey.similar) achieved, the most promising
+    first; a technique with a failure but no success still shows (what failed is half the lesson)."""
+    similar = [o for o in outcomes if key.similar(o.key) and o.search_id != exclude_search]
+    table = summarise(similar, by=lambda o: o.key.technique)
+    return sorted(table.values(), key=lambda s: (-s.value, -s.attempts, s.technique))
+
+
+def rank(techniques: list[str], known: list[Stats], weight: float) -> list[int]:
+    """The order to keep a reply's ideas in (indices into `techniques`, the model's order): each idea
+    scored by its place in the reply and its technique's prior value, the prior weighing `weight` (0..1)."""
+    if weight <= 0 or not known or len(techniques) < 2:
+        return list(range(len(techniques)))
+    by_technique = {s.technique: s.value for s in known}
+    untried = UNTRIED[0] * (UNTRIED[1] - 1.0)
+    values = [by_technique.get(t, untried) for t in techniques]
+    low, high = min(values), max(values)
+    spread = (high - low) or 1.0
+    n = len(techniques)
+    scores = [weight * (v - low) / spread + (1 - weight) * (1 - i / n) for i, v in enumerate(values)]
+    return sorted(range(n), key=lambda i: (-scores[i], i))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    group: str  # a model, or "model / technique"
+    ideas: int  # with a prediction and a trusted measurement
+    predicted: float | None  # median predicted speedup over the parent
+    measured: float | None  # median measured
+    ratio: float | None  # median of measured / predicted (1.0: calibrated; under 1: optimistic)
+
+
+def calibration(outcomes: list[Outcome], by=lambda o: o.model) -> list[Calibration]:
+    """Predicted against measured speedup over the parent, per model (or any grouping)."""
+    groups: dict = {}
+    for o in outcomes:
+        if o.expected and o.gain is not None:
+            groups.setdefault(by(o), []).append(o)
+    return [Calibration(group=str(g), ideas=len(rows), predicted=median(o.expected for o in rows),
+                        measured=median(o.gain for o in rows), ratio=median(o.gain / o.expected for o in rows))
+            for g, rows in sorted(groups.items(), key=lambda item: str(item[0]))]
+
+
+def points(gain: float | None) -> float:
+    """Percentage points of speedup over the parent an idea bought (none for a slower or failed one)."""
+    return max(0.0, (gain - 1.0) * 100) if gain else 0.0
+
+
+def dollars_per_point(outcomes: list[Outcome]) -> float | None:
+    """What a point of speedup cost: the outcomes' dollars over their points (None: no point bought)."""
+    bought = sum(points(o.gain) for o in outcomes)
+    return sum(o.cost_usd for o in outcomes) / bought if bought else None

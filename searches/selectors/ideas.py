@@ -1,0 +1,143 @@
+"""Reads: the idea bank's outcomes, from the searches a person may see; memory/bank.py does the arithmetic.
+
+Computed from the ideas and kernels as they stand, not from a table of their own: a kernel quarantined,
+approved or reproduced later counts as it is now, and nothing has to be kept in step. The queries are
+one per table (ideas of one op family, their kernels, the reruns), so a prompt pays milliseconds."""
+
+import re
+
+from django.db.models import Count, Q
+
+from memory import bank
+from memory.keys import IdeaKey, shape_class
+from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
+from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Search, Verdict
+
+from .targets import target_facts
+
+UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
+FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
+          Verdict.CRASHED, Verdict.OOM, Verdict.NO_CODE)
+COUNTED = (Idea.Origin.LLM, Idea.Origin.PLAYBOOK)  # a person's idea has no technique tag and no prediction
+REASON_CHARS = 100
+
+
+def searches_visible_to(user):
+    """The searches `user` may see: everyone's but another person's private ones (administrators see all).
+    No user (the headless command's searches) sees what everyone sees."""
+    if user is not None and user.is_staff:
+        return Search.objects.all()
+    return Search.objects.filter(Q(private=False) | Q(created_by=user) if user is not None else Q(private=False))
+
+
+def search_language(search: Search) -> str:
+    return search.language if search.language in LANGUAGES else DEFAULT_LANGUAGE.get(search.device, "c")
+
+
+def search_key(search: Search) -> IdeaKey:
+    """The search's key without a technique: its problem's family and size class, the GPU model that judged
+    its kernels (the worker's, before any was judged), its language."""
+    problem = search.problem
+    judged = (Kernel.objects.filter(search=search).exclude(device_name="").order_by("-id")
+              .values_list("device_name", flat=True).first())
+    device_model = judged or target_facts(device=search.device).get("name") or search.device
+    return IdeaKey(problem.family or "unknown", shape_class(problem.min_bytes), device_model,
+                   search_language(search), "")
+
+
+def key_scope(key: IdeaKey) -> str:
+    """What "similar" meant, in words: "softmax, small inputs, NVIDIA H200, CUDA through NVRTC (cupy)"."""
+    return f"{key.family}, {key.shape_class} inputs, {key.device_model}, {LANGUAGES.get(key.language, (key.language,))[0]}"
+
+
+def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats]]:
+    """The search's key, and the team's record on similar problems from what its owner may see, itself left out."""
+    key = search_key(search)
+    visible = searches_visible_to(search.created_by).exclude(pk=search.pk)
+    return key, bank.priors(key, idea_outcomes(searches=visible, family=key.family))
+
+
+def idea_outcomes(*, searches, family: str | None = None) -> list[bank.Outcome]:
+    """One Outcome per finished idea (proposed by a model or the playbook) of `searches`."""
+    ideas = Idea.objects.filter(search__in=searches, origin__in=COUNTED).select_related(
+        "search__problem", "parent_kernel", "call")
+    if family:
+        ideas = ideas.filter(search__problem__family=family)
+    ideas = list(ideas)
+    kernels: dict[int, list[dict]] = {}
+    for row in (Kernel.objects.filter(idea__in=[i.id for i in ideas]).exclude(origin=Kernel.Origin.FORK)
+                .values("id", "idea_id", "status", "reason", "quarantined", "verified", "median_ms", "device_name",
+                        "call__cost_usd").order_by("id")):
+        kernels.setdefault(row["idea_id"], []).append(row)
+    reran = set(BenchmarkRun.objects.filter(kernel_id__in=[k["id"] for rows in kernels.values() for k in rows],
+                                            purpose=EvaluationJob.Purpose.RERUN).values_list("kernel_id", flat=True))
+    shared = dict(Idea.objects.filter(call_id__in={i.call_id for i in ideas if i.call_id}).values("call_id")
+                  .annotate(n=Count("id")).values_list("call_id", "n"))
+    outcomes = []
+    for idea in ideas:
+        rows = kernels.get(idea.id, [])
+        if not rows or any(k["status"] in UNFINISHED for k in rows):
+            continue
+        if all(k["status"] == Verdict.FAILED for k in rows):  # no verdict: the worker could not run them
+            continue
+        outcomes.append(_outcome(idea, rows, reran, shared))
+    return outcomes
+
+
+def _outcome(idea: Idea, rows: list[dict], reran: set, shared: dict) -> bank.Outcome:
+    parent = idea.parent_kernel
+    trusted = [k for k in rows if k["status"] == Verdict.CORRECT and not k["quarantined"] and k["median_ms"]
+               and (k["verified"] or k["id"] not in reran)]
+    gains = [parent.median_ms / k["median_ms"] for k in trusted if parent is not None and parent.median_ms]
+    device = next((k["device_name"] for k in rows if k["device_name"]), "") or (parent.device_name if parent else "")
+    problem = idea.search.problem
+    key = IdeaKey(problem.family or "unknown", shape_class(problem.min_bytes), device or idea.search.device,
+                  search_language(idea.search), idea.technique or "other")
+    cost = sum(k["call__cost_usd"] or 0.0 for k in rows)
+    if idea.call_id:
+        cost += idea.call.cost_usd / shared.get(idea.call_id, 1)
+    failures = tuple(dict.fromkeys(failure_text(k["status"], k["reason"]) for k in rows if k["status"] in FAILED))
+    return bank.Outcome(
+        key=key, idea_id=idea.id, search_id=idea.search_id, title=idea.title,
+        model=(idea.call.model if idea.call_id else "") or idea.origin, gain=max(gains) if gains else None,
+        expected=idea.expected_speedup, cost_usd=cost, failures=failures, kernel_ids=tuple(k["id"] for k in rows))
+
+
+def failure_text(status: str, reason: str) -> str:
+    """A failure as counted: its verdict and the first line of the runner's reason, numbers blanked so that
+    "err 3.2" and "err 4.1" count as one reason."""
+    line = (reason or "").strip().splitlines()[0] if (reason or "").strip() else ""
+    line = re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", line)[:REASON_CHARS]
+    return f"{status}: {line}" if line else status
+
+
+def bank_table(*, user, device_model: str = "", model: str = "") -> dict:
+    """The Ideas page: {"rows": [(technique, {family: Stats})], "families": [...], "calibration": [...],
+    "costs": [(model, technique, Stats, dollars per point)], "devices": [...], "models": [...]}."""
+    outcomes = idea_outcomes(searches=searches_visible_to(user))
+    devices = sorted({o.key.device_model for o in outcomes})
+    models = sorted({o.model for o in outcomes})
+    chosen = [o for o in outcomes if (not device_model or o.key.device_model == device_model)
+              and (not model or o.model == model)]
+    cells = bank.summarise(chosen, by=lambda o: (o.key.technique, o.key.family))
+    families = sorted({family for _, family in cells})
+    techniques = sorted({technique for technique, _ in cells})
+    rows = [(t, {f: cells.get((t, f)) for f in families}) for t in techniques]
+    by_cost = bank.summarise(chosen, by=lambda o: (o.model, o.key.technique))
+    groups: dict = {}
+    for o in chosen:
+        groups.setdefault((o.model, o.key.technique), []).append(o)
+    costs = [(m, t, by_cost[(m, t)], bank.dollars_per_point(groups[(m, t)])) for m, t in sorted(groups)]
+    return {"rows": rows, "families": families, "calibration": bank.calibration(chosen), "costs": costs,
+            "devices": devices, "models": models, "ideas": len(chosen)}
+
+
+def bank_cell_kernels(*, user, technique: str, family: str, device_model: str = "", model: str = ""):
+    """The kernels behind one cell of the Ideas page, fastest first."""
+    outcomes = [o for o in idea_outcomes(searches=searches_visible_to(user), family=family)
+                if o.key.technique == technique and (not device_model or o.key.device_model == device_model)
+                and (not model or o.model == model)]
+    ids = [k for o in outcomes for k in o.kernel_ids]
+    return (Kernel.objects.filter(pk__in=ids).select_related("idea", "search", "problem")
+            .order_by("status", "median_ms", "id"))
+
