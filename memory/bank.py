@@ -9,15 +9,18 @@ An outcome is one idea: an attempt at its technique. It succeeded when one of it
 (correct, not quarantined, reproduced where a rerun was made) and faster than the idea's parent; its
 gain is the best such kernel's speedup over the parent."""
 
+import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 
-from .keys import IdeaKey
+from .keys import TECHNIQUES, IdeaKey
 
 FAILURES_SHOWN = 3
 EXAMPLES_SHOWN = 2
-UNTRIED = (0.5, 1.05)  # (success rate, gain) assumed of a technique with no attempts, for the ranking
+# The gain hoped of a technique that has not succeeded on the similar problems, until one that did shows
+# better: what makes an untried technique worth a look beside one that gave a few percent.
+HOPED_GAIN = 1.25
 
 
 @dataclass(frozen=True)
@@ -53,17 +56,11 @@ class Stats:
     idea_ids: tuple[int, ...] = field(default=(), repr=False)
     kernel_ids: tuple[int, ...] = field(default=(), repr=False)
     success_gain: float | None = None  # the median gain of the ideas that succeeded
+    rating: float = 0.0  # what one more attempt may gain, optimistic where little is known (priors() sets it)
 
     @property
     def success_rate(self) -> float:
         return self.successes / self.attempts if self.attempts else 0.0
-
-    @property
-    def value(self) -> float:
-        """The gain to expect of one more attempt, smoothed toward an untried technique's with few attempts
-        (Laplace's rule: one success and one failure assumed)."""
-        rate = (self.successes + 2 * UNTRIED[0]) / (self.attempts + 2)
-        return rate * ((self.success_gain or UNTRIED[1]) - 1.0)
 
 
 def stats_of(technique: str, outcomes: list[Outcome]) -> Stats:
@@ -88,22 +85,39 @@ def summarise(outcomes: list[Outcome], by=lambda o: o.key) -> dict:
     return {group: stats_of(rows[0].key.technique, rows) for group, rows in groups.items()}
 
 
+def rating(stats: Stats, hoped: float) -> float:
+    """The gain over 1 one more attempt may bring: an upper bound of its success rate (Laplace's estimate plus
+    a margin that shrinks with the attempts) times its median gain, or, with no success yet, the `hoped` gain
+    (HOPED_GAIN, or the best technique's of the scope where higher). So a technique tried once is not written off, and one never tried
+    is worth a look until the tried ones have shown what they are worth."""
+    n, wins = stats.attempts, stats.successes
+    rate = min(1.0, (wins + 1) / (n + 2) + math.sqrt(1 / (2 * (n + 1))))
+    return rate * ((stats.success_gain if wins else hoped) - 1.0)
+
+
 def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None) -> list[Stats]:
-    """Per technique, what the outcomes of similar problems (IdeaKey.similar) achieved, the most promising
-    first; a technique with a failure but no success still shows (what failed is half the lesson)."""
+    """Per technique, what the outcomes of similar problems (IdeaKey.similar) achieved, rated, the best first;
+    a technique with a failure but no success still shows (what failed is half the lesson), and once the scope
+    has any outcome, each technique never tried there shows with no attempts. Empty without outcomes."""
     similar = [o for o in outcomes if key.similar(o.key) and o.search_id != exclude_search]
     table = summarise(similar, by=lambda o: o.key.technique)
-    return sorted(table.values(), key=lambda s: (-s.value, -s.attempts, s.technique))
+    if not table:
+        return []
+    table.update({t: Stats(technique=t, attempts=0, successes=0, median_gain=None, best_gain=None, cost_usd=0.0)
+                  for t in TECHNIQUES if t not in table})
+    hoped = max([HOPED_GAIN] + [s.success_gain for s in table.values() if s.success_gain])
+    rated = [replace(s, rating=rating(s, hoped)) for s in table.values()]
+    return sorted(rated, key=lambda s: (-s.rating, -s.attempts, list(TECHNIQUES).index(s.technique)
+                                        if s.technique in TECHNIQUES else len(TECHNIQUES)))
 
 
 def rank(techniques: list[str], known: list[Stats], weight: float) -> list[int]:
     """The order to keep a reply's ideas in (indices into `techniques`, the model's order): each idea
-    scored by its place in the reply and its technique's prior value, the prior weighing `weight` (0..1)."""
+    scored by its place in the reply and its technique's rating, the prior weighing `weight` (0..1)."""
     if weight <= 0 or not known or len(techniques) < 2:
         return list(range(len(techniques)))
-    by_technique = {s.technique: s.value for s in known}
-    untried = UNTRIED[0] * (UNTRIED[1] - 1.0)
-    values = [by_technique.get(t, untried) for t in techniques]
+    by_technique = {s.technique: s.rating for s in known}
+    values = [by_technique.get(t, 0.0) for t in techniques]
     low, high = min(values), max(values)
     spread = (high - low) or 1.0
     n = len(techniques)

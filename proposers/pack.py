@@ -177,7 +177,8 @@ def compile_log(text: str, chars: int = LOG_CHARS) -> str:
 
 def prior_line(stats) -> str:
     """One technique's record (memory.bank.Stats) as structured numbers only: no one's words."""
-    line = f"- {stats.technique}: {stats.attempts} idea(s), {stats.successes} faster than their parent"
+    line = (f"- {stats.technique} (rated {stats.rating:.2f}): {stats.attempts} idea(s), {stats.successes} faster "
+            "than their parent")
     line += f" ({stats.success_rate:.0%})"
     if stats.median_gain is not None:
         line += f", median gain {stats.median_gain:.2f}x, best {stats.best_gain:.2f}x"
@@ -194,14 +195,18 @@ def prior_words(stats) -> list[str]:
 
 
 def fit_priors(priors: list, budget_tokens: int = PRIOR_TOKENS) -> tuple[list[str], list[str]]:
-    """(lines, words) of the most promising techniques that fit the budget together."""
-    lines, words, used = [], [], 0
-    for stats in priors:
+    """(lines, words) of the best-rated techniques that fit the budget together; those never tried on the
+    similar problems share one line, each with its rating."""
+    untried = [s for s in priors if not s.attempts]
+    lines = ["- not tried on similar problems yet: " + ", ".join(f"{s.technique} (rated {s.rating:.2f})"
+                                                                  for s in untried)] if untried else []
+    words, used = [], approx_tokens(lines[0]) if lines else 0
+    for stats in (s for s in priors if s.attempts):
         line, said = prior_line(stats), prior_words(stats)
         cost = approx_tokens(line + "".join(said))
         if used + cost > budget_tokens:
             break
-        lines.append(line)
+        lines.insert(len(lines) - bool(untried), line)
         words += said
         used += cost
     return lines, words

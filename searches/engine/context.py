@@ -53,13 +53,14 @@ def problem_context(search: Search) -> ProblemContext:
 
 
 def ideas_context(search: Search) -> ProblemContext:
-    """The problem as an ideas call sees it: with the team's priors on similar problems and, in the first
-    ideas call of a search started from the team's memory, the playbook's recipes for its family."""
+    """The problem as an ideas call sees it: with the team's priors on similar problems (unless the search's
+    prior weight is 0: the bank off) and, in the first ideas call of a search started from the team's
+    memory, the playbook's recipes for its family."""
     problem = problem_context(search)
-    key, priors = search_priors(search)
+    key, priors = search_priors(search) if search.prior_weight else (None, [])
     first = search.seed_from_team and not Idea.objects.filter(search=search).exists()
     menu = playbook.menu(problem.family or "", search.device) if first else []
-    return replace(problem, priors=priors, prior_scope=key_scope(key), menu=menu)
+    return replace(problem, priors=priors, prior_scope=key_scope(key) if key else "", menu=menu)
 
 
 def ideas_asked(search: Search, problem: ProblemContext) -> int:

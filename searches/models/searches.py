@@ -57,7 +57,7 @@ class Search(models.Model):
     # A branch whose kernel reaches this % of its speed of light gets no more ideas (0: never stop).
     sol_stop_percent = models.PositiveSmallIntegerField(default=0)
     # The team's memory (memory/bank.py): how far the priors of similar problems may reorder a parent's
-    # ideas, in % (0: shown, never steering); start from similar problems' best kernels and the playbook's
+    # ideas, in % (0: the bank off, no priors shown); start from similar problems' best kernels and the playbook's
     # menu; stop once the last rounds' gain per dollar falls under this many % points (0: never).
     prior_weight = models.PositiveSmallIntegerField(default=50)
     seed_from_team = models.BooleanField(default=False)

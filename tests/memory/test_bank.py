@@ -34,17 +34,23 @@ def test_priors_are_of_similar_problems_only_the_search_itself_left_out_best_fir
             outcome("tensor-cores", None, idea=4), outcome("tiling", 3.0, idea=5, family="matmul"),
             outcome("fusion", 5.0, idea=6, search=9)]
     shown = bank.priors(KEY, rows, exclude_search=9)
-    assert [s.technique for s in shown] == ["tiling", "fusion", "tensor-cores"]
+    # Rated by what one more attempt may gain: a failure once is not written off against a small success.
+    assert [s.technique for s in shown if s.attempts] == ["tiling", "tensor-cores", "fusion"]
     assert shown[0].best_gain == 2.0  # the matmul outcome is not similar
+    assert [round(s.rating, 3) for s in shown if s.attempts] == [0.9, round((1 / 3 + 0.5) * 0.9, 3), 0.2]
+    untried = [s for s in shown if not s.attempts]
+    assert len(untried) == 10 and {round(s.rating, 3) for s in untried} == {0.9}  # as hoped as the best technique's gain
+    assert bank.priors(KEY, [outcome("tiling", 3.0, family="matmul")]) == []  # nothing similar: no section
 
 
 def test_the_ranking_follows_the_model_without_weight_and_the_priors_with_it():
     priors = bank.priors(KEY, [outcome("tiling", 2.0, idea=i) for i in range(3)]
                          + [outcome("fusion", None, idea=9)])
-    reply = ["fusion", "other", "tiling"]
-    assert bank.rank(reply, priors, 0.0) == [0, 1, 2]
-    assert bank.rank(reply, priors, 1.0)[0] == 2
-    assert bank.rank(reply, [], 1.0) == [0, 1, 2]
+    reply = ["fusion", "tiling"]
+    assert bank.rank(reply, priors, 0.0) == [0, 1]
+    assert bank.rank(reply, priors, 1.0) == [1, 0]
+    assert bank.rank(reply, priors, 0.1) == [0, 1]  # the model's order outweighs a small difference
+    assert bank.rank(reply, [], 1.0) == [0, 1]
 
 
 def test_calibration_and_dollars_per_point():

@@ -92,8 +92,9 @@ def test_a_successful_idea_reaches_a_similar_problem_with_its_numbers_and_not_an
     [request] = ideas_requests(fake, seen)
     assert "What worked and what failed on similar problems on this GPU" in request
     assert "softmax, small inputs, test-cpu, C through the system compiler" in request
-    assert ("- warp-reductions: 1 idea(s), 1 faster than their parent (100%), median gain 2.00x, best 2.00x"
-            in request)
+    assert ("- warp-reductions (rated 1.00): 1 idea(s), 1 faster than their parent (100%), median gain 2.00x, "
+            "best 2.00x" in request)
+    assert "- not tried on similar problems yet: tiling (rated 1.00), vectorised-loads (rated 1.00)," in request
     assert "warp-reductions worked: Warp shuffle rows (2.00x)" in request  # fenced: another search's words
 
     seen = len(fake.requests)
@@ -134,7 +135,7 @@ def test_an_untrusted_result_teaches_nothing(problem, fake, untrusted):
     seen = len(fake.requests)
     run_search(validated("Softmax, wider rows", "softmax"))
     request = ideas_requests(fake, seen)[0]
-    assert "- warp-reductions: 1 idea(s), 0 faster than their parent (0%)" in request
+    assert "- warp-reductions (rated 0.21): 1 idea(s), 0 faster than their parent (0%)" in request
     assert "Warp shuffle rows" not in request
 
 
@@ -156,8 +157,10 @@ def test_priors_steer_which_ideas_are_kept_and_ask_for_more(problem, fake):
     steered = run_search(validated("Softmax, wider rows", "softmax"), prior_weight=100)
     assert "Propose 2 distinct optimization ideas" in ideas_requests(fake, seen)[0]  # 1 implemented + 1 to rank
     assert list(Idea.objects.filter(search=steered).values_list("title", flat=True)) == ["Shuffle the rows"]
-    unsteered = run_search(validated("Softmax, other rows", "softmax"), prior_weight=0)
-    assert list(Idea.objects.filter(search=unsteered).values_list("title", flat=True)) == ["Bigger blocks"]
+    seen = len(fake.requests)
+    off = run_search(validated("Softmax, other rows", "softmax"), prior_weight=0)  # the bank off
+    assert list(Idea.objects.filter(search=off).values_list("title", flat=True)) == ["Bigger blocks"]
+    assert "What worked" not in ideas_requests(fake, seen)[0]
 
 
 def test_a_repeated_title_with_the_same_technique_is_asked_again_and_another_technique_is_not_a_repeat(problem, fake):
