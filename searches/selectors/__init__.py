@@ -8,6 +8,11 @@ from .health import (  # noqa: F401
     health_banner,
     search_stalls,
 )
+from .ideas import (  # noqa: F401
+    bank_table,
+    bank_cell_kernels,
+    searches_visible_to,
+)
 from .kernels import (  # noqa: F401
     speed_of_light,
     kernel_is_ranked,

@@ -112,7 +112,7 @@ def failure_text(status: str, reason: str) -> str:
 
 
 def bank_table(*, user, device_model: str = "", model: str = "") -> dict:
-    """The Ideas page: {"rows": [(technique, {family: Stats})], "families": [...], "calibration": [...],
+    """The Ideas page: {"rows": [(technique, [(family, Stats or None)])], "families": [...], "calibration": [...],
     "costs": [(model, technique, Stats, dollars per point)], "devices": [...], "models": [...]}."""
     outcomes = idea_outcomes(searches=searches_visible_to(user))
     devices = sorted({o.key.device_model for o in outcomes})
@@ -122,7 +122,7 @@ def bank_table(*, user, device_model: str = "", model: str = "") -> dict:
     cells = bank.summarise(chosen, by=lambda o: (o.key.technique, o.key.family))
     families = sorted({family for _, family in cells})
     techniques = sorted({technique for technique, _ in cells})
-    rows = [(t, {f: cells.get((t, f)) for f in families}) for t in techniques]
+    rows = [(t, [(f, cells.get((t, f))) for f in families]) for t in techniques]
     by_cost = bank.summarise(chosen, by=lambda o: (o.model, o.key.technique))
     groups: dict = {}
     for o in chosen:
