@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from evaluation import leases
 from searches import catalog, services
 from searches.engine import loop
-from searches.models import Idea
+from searches.models import Idea, Kernel
 from tests.fakes.anthropic_server import FakeAnthropic, asked_counts, kernel_call, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)
@@ -142,6 +142,9 @@ def test_an_untrusted_result_teaches_nothing(problem, fake, untrusted):
 def test_priors_steer_which_ideas_are_kept_and_ask_for_more(problem, fake):
     run_search(problem)
     kernels = fake.responder
+    fake.responder = Tagged([("Bigger blocks", "launch-config")])  # tried once, untrusted: rated lower
+    tried = Idea.objects.get(search=run_search(validated("Softmax, narrow rows", "softmax"))).kernels.get()
+    Kernel.objects.filter(pk=tried.pk).update(quarantined=True)
 
     def mixed(seen):  # the model's first idea is the untried one, its second the technique that worked
         if task_of(seen) == "ideas":
