@@ -57,6 +57,44 @@ def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats]]:
     return key, bank.priors(key, idea_outcomes(searches=visible, family=key.family))
 
 
+def team_seeds(search: Search, count: int) -> list[Kernel]:
+    """The best trusted kernels of similar problems (the same family and size class, device and language) in
+    the searches its owner may see, by speedup over eager, one per source: where a new search may start."""
+    key = search_key(search)
+    similar = [s.id for s in searches_visible_to(search.created_by).exclude(pk=search.pk)
+               .filter(problem__family=key.family, device=search.device).select_related("problem")
+               if shape_class(s.problem.min_bytes) == key.shape_class and search_language(s) == key.language]
+    reran = BenchmarkRun.objects.filter(purpose=EvaluationJob.Purpose.RERUN).values("kernel_id")
+    kernels = (Kernel.objects.filter(search_id__in=similar, status=Verdict.CORRECT, quarantined=False,
+                                     speedup_vs_eager__isnull=False, duplicate_of__isnull=True)
+               .filter(Q(verified=True) | ~Q(pk__in=reran)).exclude(origin=Kernel.Origin.FORK)
+               .select_related("problem").order_by("-speedup_vs_eager", "id"))
+    chosen, sources = [], set()
+    for kernel in kernels:
+        if kernel.source_hash not in sources or not kernel.source_hash:
+            chosen.append(kernel)
+            sources.add(kernel.source_hash)
+        if len(chosen) >= count:
+            break
+    return chosen
+
+
+def points_per_dollar(search: Search, last: int, rounds: int) -> float | None:
+    """Percent points of speedup the search's rounds last-rounds+1..last bought per dollar of their calls (the
+    ideas and kernels of those rounds): the best trusted time before them against the best after. None when
+    those rounds cost nothing (the playbook) or nothing ran before them."""
+    ranked = Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False)
+    before = ranked.filter(round__lt=last - rounds + 1).order_by("median_ms").values_list("median_ms", flat=True).first()
+    after = ranked.filter(round__lte=last).order_by("median_ms").values_list("median_ms", flat=True).first()
+    window = {"round__gt": last - rounds, "round__lte": last}
+    dollars = sum(c or 0.0 for c in Kernel.objects.filter(search=search, **window).values_list("call__cost_usd", flat=True))
+    dollars += sum(c or 0.0 for c in Idea.objects.filter(search=search, **window).values("call_id").distinct()
+                   .values_list("call__cost_usd", flat=True))
+    if not before or not dollars:
+        return None
+    return max(0.0, before / after - 1.0) * 100 / dollars
+
+
 def idea_outcomes(*, searches, family: str | None = None) -> list[bank.Outcome]:
     """One Outcome per finished idea (proposed by a model or the playbook) of `searches`."""
     ideas = Idea.objects.filter(search__in=searches, origin__in=COUNTED).select_related(

@@ -11,9 +11,11 @@ from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
 from .jobs import job_fail
+from .kernels import kernel_submit
 from .permissions import require_steer
 from .scheduling import require_search_room
 
@@ -121,9 +123,22 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
         kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100],
         seed_from_team=bool(seed_from_team), private=bool(private), **knobs,
     )
+    if search.seed_from_team:
+        _search_seed_from_team(search)
     events.publish_search_status(search)
     kick(search.id)
     return search
+
+
+def _search_seed_from_team(search: Search) -> None:
+    """Judge the best trusted kernels of similar problems on this one, beside its starting kernel: the
+    fastest that holds here becomes a parent of round 1 like any other."""
+    for kernel in team_seeds(search, search.parents_per_round):
+        try:
+            kernel_submit(user=search.created_by, problem=search.problem, source=kernel.source, search=search,
+                          name=f"from the team: #{kernel.id} on {kernel.problem.name}"[:200])
+        except (ValidationError, OverQuota):
+            continue  # a kernel that cannot be queued here is simply not a start
 
 
 def _search_locked(search: Search) -> Search:

@@ -7,9 +7,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from evaluation import leases
+from proposers import playbook
 from searches import catalog, services
 from searches.engine import loop
-from searches.models import Idea, Kernel
+from searches.models import Idea, Kernel, Search
 from tests.fakes.anthropic_server import FakeAnthropic, asked_counts, kernel_call, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)
@@ -70,10 +71,12 @@ def run_search(problem, user=None, reproduce=True, **knobs):
                    kernels_per_idea=1, bank_size=0, repair_attempts=0, model="claude-sonnet-4-6")
     options.update(knobs)
     search = services.search_start(problem=problem, user=user, **options)
-    for _ in range(4):
+    for _ in range(12):
         loop.advance(search.id)
         judge(reproduce)
-    search.refresh_from_db()
+        search.refresh_from_db()
+        if search.status in Search.FINISHED:
+            break
     return search
 
 
@@ -174,3 +177,31 @@ def test_a_repeated_title_with_the_same_technique_is_asked_again_and_another_tec
     assert any("repeated ideas already tried in this search (or itself): Warp shuffle rows." in t for t in asked)
     ideas = list(Idea.objects.filter(search=search).order_by("id").values_list("title", "technique"))
     assert ideas == [("Warp shuffle rows", "warp-reductions"), ("Warp Shuffle  rows!", "tiling")]
+
+
+def test_a_search_from_the_teams_memory_starts_from_similar_kernels_and_is_offered_the_playbook(problem, fake):
+    first = run_search(problem)
+    best = Idea.objects.get(search=first).kernels.get()
+    similar = validated("Softmax, wider rows", "softmax")
+    seen = len(fake.requests)
+    second = run_search(similar, seed_from_team=True)
+    [copied] = Kernel.objects.filter(search=second, origin="user")
+    assert copied.source == best.source and copied.name == f"from the team: #{best.id} on {problem.name}"
+    assert copied.status == "correct" and copied.round == 0  # judged on this problem, a parent like any other
+    [request] = ideas_requests(fake, seen)
+    title, technique, _ = playbook.menu("softmax", "cpu")[0]
+    assert "The built-in playbook's recipes for this op family" in request and f"- {title} [{technique}]" in request
+    seen = len(fake.requests)
+    run_search(similar)  # without the option: neither
+    assert "playbook's recipes" not in ideas_requests(fake, seen)[0]
+    assert not Kernel.objects.filter(search__seed_from_team=False, origin="user").exists()
+    unrelated = run_search(validated("Matmul", "matmul"), seed_from_team=True)
+    assert not Kernel.objects.filter(search=unrelated, origin="user").exists()
+
+
+def test_a_search_stops_when_its_last_rounds_buy_too_little_per_dollar(problem, fake):
+    fake.responder = Tagged([(f"Idea {n}", "tiling") for n in range(8)])
+    search = run_search(problem, rounds=4, stop_points_per_dollar=1e6)
+    assert search.current_round == 2
+    assert search.stop_reason.startswith("the last 2 rounds bought ") and "under the 1e+06 set" in search.stop_reason
+    assert run_search(problem, rounds=3).stop_reason == "completed all 3 rounds"  # off by default

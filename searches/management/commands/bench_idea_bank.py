@@ -27,12 +27,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from evaluation import leases
 from memory.keys import TECHNIQUES
 from searches import catalog, services
 from searches.engine import kick, loop
 from searches.management.benchmarks import rerun_on_database
-from searches.models import Kernel, ProposerCall, Search
+from searches.models import EvaluationJob, Kernel, ProposerCall, Search
 
 FAMILY = "softmax"
 # The world: (success probability, gain over the parent) per technique; anything else (0.1, 1.05).
@@ -87,7 +86,8 @@ def verdict(median_ms: float | None, seed: int) -> dict:
 
 def judge(rng: random.Random) -> None:
     """The simulated evaluator: each kernel succeeds as its idea's technique does in WORLD."""
-    while (job := leases.claim("bench-idea-bank", "cpu")) is not None:
+    while (job := EvaluationJob.objects.filter(status=EvaluationJob.Status.QUEUED).select_related("kernel__idea")
+           .order_by("id").first()) is not None:
         kernel = job.kernel
         if job.purpose == "rerun":
             median = kernel.median_ms
