@@ -9,7 +9,6 @@ An outcome is one idea: an attempt at its technique. It succeeded when one of it
 (correct, not quarantined, reproduced where a rerun was made) and faster than the idea's parent; its
 gain is the best such kernel's speedup over the parent."""
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from statistics import median
@@ -86,13 +85,12 @@ def summarise(outcomes: list[Outcome], by=lambda o: o.key) -> dict:
 
 
 def rating(stats: Stats, hoped: float) -> float:
-    """The gain over 1 one more attempt may bring: an upper bound of its success rate (Laplace's estimate plus
-    a margin that shrinks with the attempts) times its median gain, or, with no success yet, the `hoped` gain
-    (HOPED_GAIN, or the best technique's of the scope where higher). So a technique tried once is not written off, and one never tried
-    is worth a look until the tried ones have shown what they are worth."""
-    n, wins = stats.attempts, stats.successes
-    rate = min(1.0, (wins + 1) / (n + 2) + math.sqrt(1 / (2 * (n + 1))))
-    return rate * ((stats.success_gain if wins else hoped) - 1.0)
+    """The gain over 1 to expect of one more attempt: Laplace's estimate of its success rate (one success and
+    one failure assumed, so one attempt neither crowns nor buries a technique) times its median gain, or, with
+    no success yet, the `hoped` gain (HOPED_GAIN, or the best technique's of the scope where higher): a
+    technique never tried is worth a look beside one that gave a few percent, not beside one that works."""
+    rate = (stats.successes + 1) / (stats.attempts + 2)
+    return rate * ((stats.success_gain if stats.successes else hoped) - 1.0)
 
 
 def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None) -> list[Stats]:

@@ -134,8 +134,9 @@ def priors_section(problem: ProblemContext | None) -> str:
     lines, words = pack.fit_priors(problem.priors) if problem is not None else ([], [])
     if not lines:
         return ""
-    text = (f"What worked and what failed on similar problems on this GPU (the team's earlier searches: "
-            f"{problem.prior_scope}; trusted kernels only; gains are over each idea's parent):\n" + "\n".join(lines))
+    text = (f"What worked and what failed on similar problems on this GPU (the team's searches, this one included: "
+            f"{problem.prior_scope}; trusted kernels only; gains are over each idea's parent; a technique is rated by "
+            "the gain over 1 one more attempt may bring):\n" + "\n".join(lines))
     if words:
         text += "\nWhat those ideas were called and why some failed, as their searches recorded it:\n"
         text += fence("prior_ideas", "\n".join(words))

@@ -51,9 +51,10 @@ def key_scope(key: IdeaKey) -> str:
 
 
 def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats]]:
-    """The search's key, and the team's record on similar problems from what its owner may see, itself left out."""
+    """The search's key, and the record on similar problems in the searches its owner may see, its own
+    finished ideas included: the ratings move as the search learns, not only between searches."""
     key = search_key(search)
-    visible = searches_visible_to(search.created_by).exclude(pk=search.pk)
+    visible = searches_visible_to(search.created_by) | Search.objects.filter(pk=search.pk)
     return key, bank.priors(key, idea_outcomes(searches=visible, family=key.family))
 
 
