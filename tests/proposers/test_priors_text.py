@@ -59,3 +59,14 @@ def test_a_models_technique_tag_and_prediction_are_parsed_and_normalised():
 def test_a_repeat_is_the_same_title_and_the_same_technique():
     assert pack.repeat_key("One warp per row!", "warp-reductions") == pack.repeat_key("one  warp per row", "warp shuffle")
     assert pack.repeat_key("One warp per row", "warp-reductions") != pack.repeat_key("One warp per row", "tiling")
+
+
+def test_the_playbooks_ideas_and_menu_carry_their_technique():
+    from proposers.playbook import PlaybookProposer, menu
+
+    ideas, _ = PlaybookProposer().ideas(ProblemContext(name="p", source="", device="cuda", family="softmax"), None,
+                                        [], 10)
+    assert ideas and all(i.technique for i in ideas)
+    assert {i.technique for i in ideas} - {"other"}  # some named plainly
+    assert [(t, tech) for t, tech, _ in menu("softmax", "cuda")] == [(i.title, i.technique) for i in ideas]
+    assert menu("no-such-family", "cuda") == []
