@@ -62,7 +62,7 @@ class Search(models.Model):
     prior_weight = models.PositiveSmallIntegerField(default=50)
     seed_from_team = models.BooleanField(default=False)
     stop_points_per_dollar = models.FloatField(default=0.0)
-    # Seen by the person who started it and administrators only, its results kept out of others' priors.
+    # Its results stay out of other people's priors, seeds and Ideas page (its own page stays the team's to read).
     private = models.BooleanField(default=False)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
