@@ -55,7 +55,7 @@ class Stats:
     idea_ids: tuple[int, ...] = field(default=(), repr=False)
     kernel_ids: tuple[int, ...] = field(default=(), repr=False)
     success_gain: float | None = None  # the median gain of the ideas that succeeded
-    rating: float = 0.0  # what one more attempt may gain, optimistic where little is known (priors() sets it)
+    rating: float = 0.0  # the gain over 1 one more attempt may bring (rating(); priors() sets it)
 
     @property
     def success_rate(self) -> float:
