@@ -11,7 +11,7 @@ from django.db.models import Count, Q
 from memory import bank
 from memory.keys import IdeaKey, shape_class
 from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Search, Verdict
+from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
 
 from .targets import target_facts
 
@@ -89,8 +89,9 @@ def points_per_dollar(search: Search, last: int, rounds: int) -> float | None:
     after = ranked.filter(round__lte=last).order_by("median_ms").values_list("median_ms", flat=True).first()
     window = {"round__gt": last - rounds, "round__lte": last}
     dollars = sum(c or 0.0 for c in Kernel.objects.filter(search=search, **window).values_list("call__cost_usd", flat=True))
-    dollars += sum(c or 0.0 for c in Idea.objects.filter(search=search, **window).values("call_id").distinct()
-                   .values_list("call__cost_usd", flat=True))
+    ideas_calls = ProposerCall.objects.filter(ideas__search=search, ideas__round__gt=last - rounds,
+                                              ideas__round__lte=last).distinct()  # one call, several ideas
+    dollars += sum(cost for _, cost in ideas_calls.values_list("id", "cost_usd"))  # by id: equal costs both count
     if not before or not dollars:
         return None
     return max(0.0, before / after - 1.0) * 100 / dollars

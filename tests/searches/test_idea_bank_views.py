@@ -140,3 +140,20 @@ def test_calibration_per_model(client, history):
 
 def test_the_page_needs_a_login(client):
     assert client.get(reverse("idea_bank")).status_code == 302
+
+
+def test_points_per_dollar_counts_each_call_once_and_every_call():
+    from searches.selectors.ideas import points_per_dollar
+
+    s = d.search(problem=d.problem(name="Stop", family="softmax"))
+    seed = d.kernel(problem=s.problem, search=s, round=0, origin="seed", median_ms=1.0)
+    for round_number, ms in ((1, 0.8), (2, 0.5)):
+        call = paid(s, 0.25, purpose="ideas")  # two ideas of one call, and two calls of equal cost
+        for n in range(2):
+            idea = d.idea(search=s, parent_kernel=seed, title=f"r{round_number} {n}", round=round_number)
+            tag(idea, "tiling", call=call)
+            d.kernel(problem=s.problem, search=s, idea=idea, parent=seed, round=round_number, median_ms=ms,
+                     call=paid(s, 0.125))
+    # 100 points (1.0 ms -> 0.5 ms) for $0.25 x 2 ideas calls + $0.125 x 4 kernels = $1.
+    assert points_per_dollar(s, 2, 2) == pytest.approx(100.0)
+    assert points_per_dollar(s, 2, 1) == pytest.approx((0.8 / 0.5 - 1) * 100 / 0.5)
