@@ -61,6 +61,12 @@ class Stats:
     def success_rate(self) -> float:
         return self.successes / self.attempts if self.attempts else 0.0
 
+    @property
+    def likely_rate(self) -> float:
+        """Laplace's estimate of the success rate: one success and one failure assumed, so one attempt neither
+        crowns nor buries a technique."""
+        return (self.successes + 1) / (self.attempts + 2)
+
 
 def stats_of(technique: str, outcomes: list[Outcome]) -> Stats:
     gains = [o.gain for o in outcomes if o.gain is not None]
@@ -89,8 +95,7 @@ def rating(stats: Stats, hoped: float) -> float:
     one failure assumed, so one attempt neither crowns nor buries a technique) times its median gain, or, with
     no success yet, the `hoped` gain (HOPED_GAIN, or the best technique's of the scope where higher): a
     technique never tried is worth a look beside one that gave a few percent, not beside one that works."""
-    rate = (stats.successes + 1) / (stats.attempts + 2)
-    return rate * ((stats.success_gain if stats.successes else hoped) - 1.0)
+    return stats.likely_rate * ((stats.success_gain if stats.successes else hoped) - 1.0)
 
 
 def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None) -> list[Stats]:
@@ -109,13 +114,26 @@ def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None 
                                         if s.technique in TECHNIQUES else len(TECHNIQUES)))
 
 
-def rank(techniques: list[str], known: list[Stats], weight: float) -> list[int]:
+def rank(techniques: list[str], known: list[Stats], weight: float, expected: list | None = None,
+         trust: float | None = None) -> list[int]:
     """The order to keep a reply's ideas in (indices into `techniques`, the model's order): each idea
-    scored by its place in the reply and its technique's rating, the prior weighing `weight` (0..1)."""
+    scored by its place in the reply and its prior value, the prior weighing `weight` (0..1). The prior
+    value is its technique's rating; where the model predicted the idea's speedup and its predictions on
+    similar problems are known (`trust`: its median measured / predicted), the technique's likely success
+    rate times the prediction so corrected."""
     if weight <= 0 or not known or len(techniques) < 2:
         return list(range(len(techniques)))
-    by_technique = {s.technique: s.rating for s in known}
-    values = [by_technique.get(t, 0.0) for t in techniques]
+    by_technique = {s.technique: s for s in known}
+    values = []
+    for i, technique in enumerate(techniques):
+        stats = by_technique.get(technique)
+        predicted = expected[i] if expected and trust else None
+        if stats is None:
+            values.append(0.0)
+        elif predicted:
+            values.append(stats.likely_rate * (predicted * trust - 1.0))
+        else:
+            values.append(stats.rating)
     low, high = min(values), max(values)
     spread = (high - low) or 1.0
     n = len(techniques)
@@ -130,6 +148,11 @@ class Calibration:
     predicted: float | None  # median predicted speedup over the parent
     measured: float | None  # median measured
     ratio: float | None  # median of measured / predicted (1.0: calibrated; under 1: optimistic)
+
+
+def calibration_of(model: str, outcomes: list[Outcome]) -> Calibration | None:
+    """One model's calibration over the outcomes, or None before any of its predictions was measured."""
+    return next(iter(calibration([o for o in outcomes if o.model == model])), None)
 
 
 def calibration(outcomes: list[Outcome], by=lambda o: o.model) -> list[Calibration]:

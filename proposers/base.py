@@ -69,6 +69,7 @@ class ProblemContext:
     priors: list = field(default_factory=list)
     prior_scope: str = ""  # what "similar" meant: "softmax, medium inputs, NVIDIA H200, CUDA through NVRTC"
     menu: list = field(default_factory=list)  # (title, technique, description) of the playbook's recipes offered
+    prior_calibration: object = None  # memory.bank.Calibration of the ideas model on similar problems, if measured
 
 
 @dataclass

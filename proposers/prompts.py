@@ -137,6 +137,11 @@ def priors_section(problem: ProblemContext | None) -> str:
     text = (f"What worked and what failed on similar problems on this GPU (the team's searches, this one included: "
             f"{problem.prior_scope}; trusted kernels only; gains are over each idea's parent; a technique is rated by "
             "the gain over 1 one more attempt may bring):\n" + "\n".join(lines))
+    calibration = problem.prior_calibration
+    if calibration is not None:
+        text += (f"\nYour predictions there ({calibration.group}, {calibration.ideas} idea(s) with a trusted kernel): "
+                 f"median {calibration.predicted:.2f}x expected, {calibration.measured:.2f}x measured "
+                 f"(measured / expected {calibration.ratio:.2f}).")
     if words:
         text += "\nWhat those ideas were called and why some failed, as their searches recorded it:\n"
         text += fence("prior_ideas", "\n".join(words))

@@ -57,10 +57,11 @@ def ideas_context(search: Search) -> ProblemContext:
     prior weight is 0: the bank off) and, in the first ideas call of a search started from the team's
     memory, the playbook's recipes for its family."""
     problem = problem_context(search)
-    key, priors = search_priors(search) if search.prior_weight else (None, [])
+    key, priors, calibration = search_priors(search) if search.prior_weight else (None, [], None)
     first = search.seed_from_team and not Idea.objects.filter(search=search).exists()
     menu = playbook.menu(problem.family or "", search.device) if first else []
-    return replace(problem, priors=priors, prior_scope=key_scope(key) if key else "", menu=menu)
+    return replace(problem, priors=priors, prior_scope=key_scope(key) if key else "", menu=menu,
+                   prior_calibration=calibration)
 
 
 def ideas_asked(search: Search, problem: ProblemContext) -> int:
@@ -73,8 +74,11 @@ def ideas_asked(search: Search, problem: ProblemContext) -> int:
 
 
 def ideas_kept(search: Search, proposals: list, problem: ProblemContext) -> list:
-    """The reply's ideas in the order the priors and the model agree on, as many as the search implements."""
-    order = idea_bank.rank([p.technique for p in proposals], problem.priors, search.prior_weight / 100)
+    """The reply's ideas in the order the priors and the model agree on (its predictions corrected by how they
+    held on similar problems), as many as the search implements."""
+    trust = problem.prior_calibration.ratio if problem.prior_calibration else None
+    order = idea_bank.rank([p.technique for p in proposals], problem.priors, search.prior_weight / 100,
+                           expected=[p.expected_speedup for p in proposals], trust=trust)
     return [proposals[i] for i in order][: search.ideas_per_parent]
 
 

@@ -50,12 +50,14 @@ def key_scope(key: IdeaKey) -> str:
     return f"{key.family}, {key.shape_class} inputs, {key.device_model}, {LANGUAGES.get(key.language, (key.language,))[0]}"
 
 
-def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats]]:
-    """The search's key, and the record on similar problems in the searches its owner may see, its own
-    finished ideas included: the ratings move as the search learns, not only between searches."""
+def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats], bank.Calibration | None]:
+    """The search's key; the record on similar problems in the searches its owner may see, its own finished
+    ideas included (the ratings move as the search learns, not only between searches); and how the search's
+    ideas model's predictions held there."""
     key = search_key(search)
     visible = searches_visible_to(search.created_by) | Search.objects.filter(pk=search.pk)
-    return key, bank.priors(key, idea_outcomes(searches=visible, family=key.family))
+    similar = [o for o in idea_outcomes(searches=visible, family=key.family) if key.similar(o.key)]
+    return key, bank.priors(key, similar), bank.calibration_of(search.step_model("ideas"), similar)
 
 
 def team_seeds(search: Search, count: int) -> list[Kernel]:

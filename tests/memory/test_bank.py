@@ -64,3 +64,17 @@ def test_calibration_and_dollars_per_point():
     assert a.ratio == pytest.approx((1.2 / 1.5 + 1.4 / 2.0) / 2)
     assert bank.dollars_per_point(rows[:2]) == pytest.approx(0.3 / 60)
     assert bank.dollars_per_point([rows[2]]) is None
+
+
+def test_the_ranking_corrects_a_models_predictions_by_how_they_held():
+    priors = bank.priors(KEY, [outcome("tiling", 2.0, idea=i) for i in range(3)])
+    reply, expected = ["tiling", "fusion"], [None, 3.0]  # fusion never tried here: the model promises 3x
+    assert bank.rank(reply, priors, 1.0, expected=expected, trust=1.0) == [1, 0]  # its word, taken
+    assert bank.rank(reply, priors, 1.0, expected=expected, trust=0.5) == [0, 1]  # it promises twice what it gets
+    assert bank.rank(reply, priors, 1.0, expected=expected) == [0, 1]  # no record of its predictions: ratings
+
+
+def test_a_models_calibration_on_its_own():
+    rows = [outcome("tiling", 1.2, expected=1.5, model="a"), outcome("tiling", 1.5, expected=1.5, model="b")]
+    assert bank.calibration_of("a", rows).ratio == pytest.approx(0.8)
+    assert bank.calibration_of("c", rows) is None
