@@ -98,16 +98,18 @@ def rating(stats: Stats, hoped: float) -> float:
     return stats.likely_rate * ((stats.success_gain if stats.successes else hoped) - 1.0)
 
 
-def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None) -> list[Stats]:
+def priors(key: IdeaKey, outcomes: list[Outcome], *, exclude_search: int | None = None,
+           untried: tuple = tuple(TECHNIQUES)) -> list[Stats]:
     """Per technique, what the outcomes of similar problems (IdeaKey.similar) achieved, rated, the best first;
     a technique with a failure but no success still shows (what failed is half the lesson), and once the scope
-    has any outcome, each technique never tried there shows with no attempts. Empty without outcomes."""
+    has any outcome, each technique of `untried` never tried there shows with no attempts. Empty without
+    outcomes."""
     similar = [o for o in outcomes if key.similar(o.key) and o.search_id != exclude_search]
     table = summarise(similar, by=lambda o: o.key.technique)
     if not table:
         return []
     table.update({t: Stats(technique=t, attempts=0, successes=0, median_gain=None, best_gain=None, cost_usd=0.0)
-                  for t in TECHNIQUES if t not in table})
+                  for t in untried if t not in table})
     hoped = max([HOPED_GAIN] + [s.success_gain for s in table.values() if s.success_gain])
     rated = [replace(s, rating=rating(s, hoped)) for s in table.values()]
     return sorted(rated, key=lambda s: (-s.rating, -s.attempts, list(TECHNIQUES).index(s.technique)

@@ -9,7 +9,7 @@ import re
 from django.db.models import Count, Q
 
 from memory import bank
-from memory.keys import IdeaKey, shape_class
+from memory.keys import TECHNIQUES, IdeaKey, shape_class
 from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
 from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
 
@@ -57,7 +57,9 @@ def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats], bank.Calib
     key = search_key(search)
     visible = searches_visible_to(search.created_by) | Search.objects.filter(pk=search.pk)
     similar = [o for o in idea_outcomes(searches=visible, family=key.family) if key.similar(o.key)]
-    return key, bank.priors(key, similar), bank.calibration_of(search.step_model("ideas"), similar)
+    # A vendor library is no technique to suggest where the search forbids library calls.
+    untried = tuple(t for t in TECHNIQUES if search.allow_library or t != "library")
+    return key, bank.priors(key, similar, untried=untried), bank.calibration_of(search.step_model("ideas"), similar)
 
 
 def team_seeds(search: Search, count: int) -> list[Kernel]:

@@ -98,6 +98,7 @@ def test_a_successful_idea_reaches_a_similar_problem_with_its_numbers_and_not_an
     assert ("- warp-reductions (rated 0.67): 1 idea(s), 1 faster than their parent (100%), median gain 2.00x, "
             "best 2.00x" in request)
     assert "- not tried on similar problems yet: tiling (rated 0.50), vectorised-loads (rated 0.50)," in request
+    assert "library (rated" not in request  # the search forbids library calls
     assert "warp-reductions worked: Warp shuffle rows (2.00x)" in request  # fenced: another search's words
     assert ("Your predictions there (claude-sonnet-4-6, 1 idea(s) with a trusted kernel): median 1.50x expected, "
             "2.00x measured (measured / expected 1.33).") in request
