@@ -26,9 +26,11 @@ def validate(problem_source: str, *, device: str = "cpu", timeout: float = 300.0
 
 def evaluate(problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
-             allow_library: bool = False, _pool: Pool | None = None) -> dict:
+             allow_library: bool = False, rule: str | None = None, _pool: Pool | None = None) -> dict:
+    """`rule`: "kernellab" (default), "kernelbench" (v0.1) or "kernelbench-main" (runner/rules.py)."""
     evaluation.check_device(device)
-    arguments = dict(device=device, seed=seed, timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library)
+    arguments = dict(device=device, seed=seed, timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library,
+                     rule=rule)
     if _pool is not None:
         return evaluation.evaluate(_pool, problem_source, kernel_source, **arguments)
     with Pool(device, size=0) as pool:

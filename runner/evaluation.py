@@ -17,7 +17,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, schema, watchdog
+from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, rules, schema, watchdog
 from .pairing import Pairing
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
@@ -89,10 +89,12 @@ def empty_validation() -> dict:
 
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
-             allow_library: bool = False) -> dict:
+             allow_library: bool = False, rule: str | None = None) -> dict:
     check_device(device)
+    rule = rules.resolve(rule)
     seed = _seed(seed)
     result = empty_verdict(seed)
+    result["rule"] = rules.describe(rule)
     result["environment"] = environment_of(None, pool)
 
     found = check_findings(kernel_source, reference_source=problem_source, allow_library=allow_library,
@@ -108,12 +110,13 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         raise ProblemInvalid(f"the problem is invalid: {validation['reason']}")
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
+           "rule": rule,
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
            "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
             judged = _judge(pool, job, validation, environment, timeout)
-            judged["advisories"] = result["advisories"]
+            judged["advisories"], judged["rule"] = result["advisories"], result["rule"]
             return judged
         except _DeviceFull as exc:
             if attempt == OOM_ATTEMPTS:
@@ -133,7 +136,7 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     result["baseline"] = dict(validation["baseline"])
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
-                  "atol": job["atol"], "rtol": job["rtol"], "sample_secret": sample_secret.hex(),
+                  "atol": job["atol"], "rtol": job["rtol"], "rule": job["rule"], "sample_secret": sample_secret.hex(),
                   "paired": job["paired"]}
     pairing = Pairing() if job["paired"] else None
     truths_sandbox = pool.take()
@@ -188,6 +191,8 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     build = result.pop("build", None)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
+        if rules.kernelbench(job["rule"]):
+            result["kernelbench"] = kernelbench_speedup(result)
         result["profile"] = profile_of(result, validation, device, build)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
         # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
@@ -304,7 +309,7 @@ def empty_verdict(seed: int | None) -> dict:
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
             "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": [],
-            "profile": None}
+            "profile": None, "rule": None, "kernelbench": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:
@@ -326,6 +331,13 @@ def _speedups(result: dict, validation: dict, device: str) -> None:
                                 validation.get("min_bytes"))
     flagged, why = quarantine.judge(median, baseline, floor)
     result["quarantined"], result["quarantine_reason"] = flagged, (why or None)
+
+
+def kernelbench_speedup(result: dict) -> dict:
+    """KernelBench's statistic beside the median: the mean of the timed calls, over the eager
+    baseline's mean (the validation's; on the CPU the paired eager blocks are medians only)."""
+    mean, eager = result["timing"]["mean_ms"], result["baseline"].get("eager_mean_ms")
+    return {"mean_ms": mean, "eager_mean_ms": eager, "speedup_vs_eager": eager / mean if eager and mean else None}
 
 
 def profile_of(result: dict, validation: dict, device: str, build: dict | None) -> dict:

@@ -147,11 +147,11 @@ class Pool:
 
     def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
                  seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
-                 rtol: float | None = None, allow_library: bool = False) -> dict:
+                 rtol: float | None = None, allow_library: bool = False, rule: str | None = None) -> dict:
         self._same_device(device)
         return self._unless_cancelled(lambda: evaluation.evaluate(
             self, problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
-            rtol=rtol, allow_library=allow_library))
+            rtol=rtol, allow_library=allow_library, rule=rule))
 
     def _same_device(self, device: str | None) -> None:
         if device is not None and device != self.device:

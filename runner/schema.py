@@ -372,9 +372,11 @@ def validation(raw) -> dict:
             clean["outputs"].append({"shape": [_integer(d, f"outputs[{i}].shape[]") for d in shape],
                                      "dtype": _text(out.get("dtype"), f"outputs[{i}].dtype", 32)})
     if raw.get("baseline") is not None:
-        base = _dict(raw["baseline"], "baseline", ("eager_ms", "compile_ms", "compile_mode"))
+        base = _dict(raw["baseline"], "baseline", ("eager_ms", "eager_mean_ms", "compile_ms", "compile_mode"))
         clean["baseline"] = {
             "eager_ms": _number(base.get("eager_ms"), "baseline.eager_ms", optional=True, positive=True, high=3.6e6),
+            "eager_mean_ms": _number(base.get("eager_mean_ms"), "baseline.eager_mean_ms", optional=True,
+                                     positive=True, high=3.6e6),
             "compile_ms": _number(base.get("compile_ms"), "baseline.compile_ms", optional=True, positive=True,
                                   high=3.6e6),
             "compile_mode": _text(base.get("compile_mode"), "baseline.compile_mode", 300, optional=True)}
