@@ -11,6 +11,12 @@ from django.conf import settings
 from django.db import models
 
 
+class Rule(models.TextChoices):
+    KERNELLAB = "kernellab", "KernelLab"
+    KERNELBENCH = "kernelbench", "KernelBench v0.1 (allclose, atol = rtol = 1e-2)"
+    KERNELBENCH_MAIN = "kernelbench-main", "KernelBench main (allclose, 1e-4 for fp32)"
+
+
 class Run(models.Model):
     class Source(models.TextChoices):
         REJUDGE = "rejudge", "Re-judged files"
@@ -28,6 +34,9 @@ class Run(models.Model):
     shape = models.JSONField(default=dict, blank=True)  # rounds/parents/ideas/kernels, budgets
     language = models.CharField(max_length=16, blank=True)
     allow_library = models.BooleanField(default=False)
+    # The correctness rule its kernels are judged by (runner/rules.py): KernelLab's, or KernelBench's,
+    # whose verdicts runs/kernelbench_mode.py reads as they are; KernelLab's scores then have no kernel.
+    rule = models.CharField(max_length=24, choices=Rule.choices, default=Rule.KERNELLAB)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -44,9 +44,11 @@ def _kernelbench_sample(sample: int, kernels, results: dict, allow_library: bool
     correct = [(k, speedup) for k, ok, speedup, _ in judged if ok]
     best = max(correct, key=lambda item: item[1] or 0, default=(kernels[0] if kernels else None, None))
     mean = ((results.get(best[0].pk) or {}).get("timing") or {}).get("mean_ms") if correct else None
+    rule = kernelbench_mode.judged_by(results.get(best[0].pk)) if best[0] is not None else "kernellab"
     return {"sample": sample, "correct": bool(correct), "speedup": best[1], "kernel": best[0], "runtime_ms": mean,
             "pending": any(k.status in _UNFINISHED for k in kernels),
-            "undecided": not correct and any(flag == "undecided" for *_, flag in judged)}
+            "undecided": not correct and any(flag == "undecided" for *_, flag in judged),
+            "source": kernelbench_mode.DERIVED if rule == "kernellab" else kernelbench_mode.RUNNER, "judged_by": rule}
 
 
 def _latest_results(kernel_ids) -> dict:
@@ -95,6 +97,12 @@ def run_scores(run: Run, baseline: str = "eager", mode: str = MODE) -> dict:
         "flags": {"degenerate": sum(1 for r in rows if r["degenerate"]),
                   "over_10x": sum(1 for ok, v in best if ok and v is not None and v > kernelbench_mode.OVER),
                   "undecided": sum(1 for s in samples for x in s if x.get("undecided"))},
+        # which rule made the numbers: under KernelBench's mode, samples the runner judged by KernelBench's
+        # rule and samples read off KernelLab's verdicts; under KernelLab's, a run judged by another rule
+        # has no KernelLab verdict (its correct kernels are out of KernelLab's rankings)
+        "judged_by": run.rule,
+        "sources": {source: sum(1 for s in samples for x in s if x.get("source") == source)
+                    for source in (kernelbench_mode.RUNNER, kernelbench_mode.DERIVED)},
     }
 
 

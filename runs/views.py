@@ -62,7 +62,7 @@ def suite_rejudge(request, code):
         try:
             files = searches_services.files_from_zip(form.cleaned_data["archive"])
             run, rows = run_rejudge(user=request.user, suite=suite, files=files, name=form.cleaned_data["name"],
-                                    allow_library=form.cleaned_data["allow_library"])
+                                    allow_library=form.cleaned_data["allow_library"], rule=form.cleaned_data["rule"])
         except ValidationError as error:
             form.add_error(None, error)
         else:

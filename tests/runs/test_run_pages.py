@@ -129,3 +129,26 @@ def test_start_run_starts_a_configuration_on_a_suite_from_the_command_line():
         "playbook", 2, 4, 2)
     with pytest.raises(CommandError, match="rounds"):
         call_command("start_run", "rounds=0", "--suite", "L1 mini", "--name", "x", stdout=io.StringIO())
+
+
+def test_the_suites_zip_upload_takes_kernelbenchs_rule(client_in, suite):  # noqa: F811
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from runs.models import Run
+
+    from .test_runs import SOLUTION
+
+    page = client_in.get(reverse("suite_runs", args=[suite.code])).content.decode()
+    assert 'name="rule"' in page and "KernelBench v0.1" in page
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("level_1_problem_2_sample_0_kernel.py", SOLUTION)
+    upload = SimpleUploadedFile("kb.zip", buffer.getvalue(), content_type="application/zip")
+    response = client_in.post(reverse("suite_rejudge", args=[suite.code]),
+                              {"name": "kb rule", "archive": upload, "rule": "kernelbench"}, follow=True)
+    run = Run.objects.get(name="kb rule")
+    assert run.rule == "kernelbench"
+    assert run.entries.get().kernel.jobs.get().options == {"rule": "kernelbench"}
+    assert "judged by KernelBench v0.1" in response.content.decode()
