@@ -140,8 +140,10 @@ def test_the_suites_zip_upload_takes_kernelbenchs_rule(client_in, suite):  # noq
 
     from .test_runs import SOLUTION
 
+    suite_page = client_in.get(reverse("suite_detail", args=[suite.code])).content.decode()
+    assert f'href="{reverse("suite_runs", args=[suite.code])}#rejudge-form"' in suite_page
     page = client_in.get(reverse("suite_runs", args=[suite.code])).content.decode()
-    assert 'name="rule"' in page and "KernelBench v0.1" in page
+    assert 'id="rejudge-form"' in page and 'name="rule"' in page and "KernelBench v0.1" in page
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("level_1_problem_2_sample_0_kernel.py", SOLUTION)
