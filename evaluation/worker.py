@@ -267,6 +267,7 @@ class EvaluationWorker:
         return pool.evaluate(
             problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
             atol=atol, rtol=rtol, allow_library=bool(options.get("allow_library")), rule=rule,
+            more_baselines=options.get("baselines") or (),
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:

@@ -3,7 +3,7 @@ from django.core.exceptions import ValidationError
 
 from searches.forms import ZIP_MAX_BYTES
 
-from .models import Rule
+from .models import MORE_BASELINES, Rule
 
 
 class RejudgeForm(forms.Form):
@@ -18,6 +18,11 @@ class RejudgeForm(forms.Form):
                              help_text="KernelBench's: the fp32 reference on the same device, allclose, 5 trials, "
                                        "both models built under one seed; its kernels stay out of KernelLab's "
                                        "rankings.")
+
+    baselines = forms.MultipleChoiceField(choices=MORE_BASELINES, required=False, widget=forms.CheckboxSelectMultiple,
+                                          label="More baselines",
+                                          help_text="Timed by the runner beside eager and torch.compile's default; "
+                                                    "CUDA-only ones are skipped on the CPU, with the reason.")
 
     def clean_rule(self):
         return self.cleaned_data.get("rule") or Rule.KERNELLAB

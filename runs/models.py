@@ -17,6 +17,10 @@ class Rule(models.TextChoices):
     KERNELBENCH_MAIN = "kernelbench-main", "KernelBench main (allclose, 1e-4 for fp32)"
 
 
+MORE_BASELINES = (("reduce-overhead", "torch.compile reduce-overhead"), ("max-autotune", "torch.compile max-autotune"),
+                  ("cudagraph", "CUDA graphs of the eager model"))
+
+
 class Run(models.Model):
     class Source(models.TextChoices):
         REJUDGE = "rejudge", "Re-judged files"
@@ -37,6 +41,9 @@ class Run(models.Model):
     # The correctness rule its kernels are judged by (runner/rules.py): KernelLab's, or KernelBench's,
     # whose verdicts runs/kernelbench_mode.py reads as they are; KernelLab's scores then have no kernel.
     rule = models.CharField(max_length=24, choices=Rule.choices, default=Rule.KERNELLAB)
+    # Baselines its kernels are timed against beside eager and torch.compile's default (any of
+    # MORE_BASELINES, as the runner names them; CUDA-only ones are skipped on the CPU, with the reason).
+    baselines = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -25,7 +25,7 @@ RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces whe
 @transaction.atomic
 def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
                   parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE,
-                  allow_library: bool = False, rule: str = "") -> Kernel:
+                  allow_library: bool = False, rule: str = "", baselines=()) -> Kernel:
     """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node.
     Its job counts against the person's cap (OverQuota over it: nothing is saved); a sweep passes BULK."""
     source = source or ""
@@ -59,6 +59,8 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
     options = {"allow_library": library} if library or search is not None else {}
     if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/rules.py)
         options["rule"] = rule
+    if baselines and search is None:  # a run's baselines beside eager and torch.compile's default
+        options["baselines"] = list(baselines)
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))

@@ -154,3 +154,44 @@ def test_the_suites_zip_upload_takes_kernelbenchs_rule(client_in, suite):  # noq
     assert run.rule == "kernelbench"
     assert run.entries.get().kernel.jobs.get().options == {"rule": "kernelbench"}
     assert "judged by KernelBench v0.1" in response.content.decode()
+
+
+def test_a_runs_own_baselines_reach_the_runner_and_its_page(client_in, suite):  # noqa: F811
+    """Chosen per run; the verdicts' speedups against them (the runner's, recorded by the real service)
+    score the run, and a baseline the runner skipped says why rather than counting as slower."""
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evaluation import leases
+    from runs.models import Run
+    from runs.selectors import run_scores
+    from searches import services
+
+    from .test_runs import SOLUTION
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("level_1_problem_1_sample_0_kernel.py", SOLUTION)
+    upload = SimpleUploadedFile("b.zip", buffer.getvalue(), content_type="application/zip")
+    client_in.post(reverse("suite_rejudge", args=[suite.code]),
+                   {"name": "graphs", "archive": upload, "baselines": ["cudagraph", "max-autotune"]})
+    run = Run.objects.get(name="graphs")
+    assert run.baselines == ["max-autotune", "cudagraph"]
+    kernel = run.entries.get().kernel
+    assert kernel.jobs.get().options == {"baselines": ["max-autotune", "cudagraph"]}
+    more = {"max-autotune": {"ms": 3.0, "mean_ms": 3.1, "skipped": None},
+            "cudagraph": {"ms": None, "mean_ms": None, "skipped": "CUDA graphs need a CUDA device"}}
+    services.kernel_record_verdict(kernel=kernel, job=leases.claim("w", "cpu"), result={
+        "schema": 1, "status": "correct", "reason": "", "quarantined": False, "seed": 1,
+        "timing": {"median_ms": 2.0, "mean_ms": 2.1}, "speedup_vs_eager": 1.1, "speedup_vs_compile": None,
+        "baseline": {"eager_ms": 2.2, "compile_ms": None, "compile_mode": None, "more": more},
+        "speedup_vs_more": {"max-autotune": 1.5, "cudagraph": None}, "environment": {"device_name": "test-cpu"}})
+    autotune = run_scores(run, "max-autotune")
+    assert autotune["baseline"] == "max-autotune" and autotune["rows"][0]["best"] == (True, 1.5)
+    assert autotune["skipped"] == []
+    graphs = run_scores(run, "cudagraph")
+    assert graphs["rows"][0]["best"] == (True, None) and graphs["skipped"] == ["CUDA graphs need a CUDA device"]
+    assert run_scores(run, "reduce-overhead")["baseline"] == "eager"  # not one of this run's baselines
+    page = client_in.get(reverse("run_detail", args=[run.code]) + "?baseline=cudagraph").content.decode()
+    assert "?baseline=max-autotune" in page and "Not timed against cudagraph for some kernels" in page

@@ -33,9 +33,12 @@ class Command(BaseCommand):
         parser.add_argument("--rule", "--mode", dest="rule", choices=Rule.values, default=Rule.KERNELLAB,
                             help="the correctness rule the runner judges by: kernellab (default), kernelbench "
                                  "(v0.1: allclose at 1e-2) or kernelbench-main (1e-4 for fp32)")
+        parser.add_argument("--baselines", type=lambda text: [k for k in text.split(",") if k], default=[],
+                            help="more baselines beside eager and torch.compile's default, comma-separated: "
+                                 "reduce-overhead, max-autotune, cudagraph")
         parser.add_argument("--user", default="", help="username recorded as the kernels' author")
 
-    def handle(self, *args, path, suite, name, allow_library, rule, user, verbosity, **options):
+    def handle(self, *args, path, suite, name, allow_library, rule, baselines, user, verbosity, **options):
         root = Path(path)
         if not root.is_dir():
             raise CommandError(f"{path}: not a folder")
@@ -58,7 +61,7 @@ class Command(BaseCommand):
 
         try:
             run, rows = run_rejudge(user=owner, suite=target, files=files, name=name or root.resolve().name,
-                                    allow_library=allow_library, rule=rule, progress=progress)
+                                    allow_library=allow_library, rule=rule, baselines=baselines, progress=progress)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
         counts = {outcome: sum(1 for r in rows if r.outcome == outcome)
