@@ -79,3 +79,27 @@ class RunSearch(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "search"], name="run_search_once")]
+
+
+class PublishedBaseline(models.Model):
+    """A baseline time someone else published for a problem (KernelBench's results/timing files), matched
+    to the problem by its source's sha256, never by file name. Measured on `gpu`, not on this host's:
+    pages name the GPU and the publisher beside every such number."""
+
+    problem = models.ForeignKey("searches.Problem", on_delete=models.CASCADE, related_name="published_baselines")
+    publisher = models.CharField(max_length=100)  # e.g. "KernelBench H100_Modal"
+    config = models.CharField(max_length=100)  # "eager", "torch.compile inductor default", ...
+    gpu = models.CharField(max_length=200)  # the file's own "hardware"
+    file = models.CharField(max_length=300)  # the problem's file in the publisher's layout, for reference only
+    mean_ms = models.FloatField()
+    std_ms = models.FloatField(null=True, blank=True)
+    trials = models.PositiveIntegerField(null=True, blank=True)
+    loaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["publisher", "config"]
+        constraints = [models.UniqueConstraint(fields=["problem", "publisher", "config"],
+                                               name="published_baseline_once")]
+
+    def __str__(self):
+        return f"{self.publisher} {self.config} on {self.gpu}: {self.mean_ms} ms"

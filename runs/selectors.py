@@ -9,6 +9,7 @@ from searches.models import BenchmarkRun, Kernel, Suite, Verdict
 
 from . import kernelbench_mode, scoring
 from .models import Run, RunKernel, RunSearch
+from .published import published_for
 
 BASELINES = ("eager", "compile")
 MODE = "KernelLab"  # the default correctness and timing rule; every number names the one that made it
@@ -81,13 +82,16 @@ def run_table(run: Run, baseline: str = "eager", mode: str = MODE) -> list[dict]
         grouped.setdefault(member_id, {}).setdefault(sample, []).append(kernel)
     results = _latest_results([k.pk for *_, k in entries]) if mode != MODE or baseline not in BASELINES else {}
     speed = _speed(baseline, results)
+    members = list(run.suite.members.select_related("problem").order_by("level", "number", "id"))
+    published = published_for(m.problem_id for m in members)
     rows = []
-    for member in run.suite.members.select_related("problem").order_by("level", "number", "id"):
+    for member in members:
         by_sample = grouped.get(member.pk, {})
         samples = [_sample(s, by_sample[s], speed) if mode == MODE
                    else _kernelbench_sample(s, by_sample[s], results, run.allow_library) for s in sorted(by_sample)]
         rows.append({"member": member, "problem": member.problem, "level": member.level, "number": member.number,
                      "samples": samples, "degenerate": member.problem.degenerate,
+                     "published": published.get(member.problem_id, []),  # measured elsewhere, on their GPU
                      "sample0": scoring.pick(samples, "sample0"), "best": scoring.pick(samples, "best")})
     return rows
 

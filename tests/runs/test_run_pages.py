@@ -195,3 +195,39 @@ def test_a_runs_own_baselines_reach_the_runner_and_its_page(client_in, suite):  
     assert run_scores(run, "reduce-overhead")["baseline"] == "eager"  # not one of this run's baselines
     page = client_in.get(reverse("run_detail", args=[run.code]) + "?baseline=cudagraph").content.decode()
     assert "?baseline=max-autotune" in page and "Not timed against cudagraph for some kernels" in page
+
+
+def test_kernelbenchs_published_baselines_match_problems_by_source_and_name_their_gpu(client_in, tmp_path):
+    """KernelBench's H100 timing files (fixture, its commit) loaded by the command: a problem imported from
+    KernelBench's own file gets its times, shown with the GPU named; a problem whose file has the same name
+    but another source gets none."""
+    import json
+    from pathlib import Path
+
+    from runs.models import PublishedBaseline
+    from searches import services
+
+    kernelbench = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
+    relu = (kernelbench / "level1" / "19_ReLU.py").read_bytes()
+    suite_ = services.suite_import(user=None, suite_name="L1", device="cpu", files=[
+        ("level1/19_ReLU.py", relu), ("level1/20_LeakyReLU.py", b"# edited\n" + (kernelbench / "level1" / "20_LeakyReLU.py").read_bytes())]).suite
+    timing = kernelbench / "results" / "timing" / "H100_Modal"
+    out = io.StringIO()
+    call_command("load_published_baselines", str(timing / "baseline_time_torch.json"),
+                 str(timing / "baseline_time_torch_compile_inductor_default.json"), "--problems", str(kernelbench),
+                 stdout=out)
+    assert "baseline_time_torch.json (KernelBench H100_Modal): 1 files matched 1 problems by source" in out.getvalue()
+    published = json.loads((timing / "baseline_time_torch.json").read_text())["level1"]["19_ReLU.py"]
+    eager = PublishedBaseline.objects.get(config="eager")
+    relu_problem = suite_.members.get(number=19).problem
+    assert (eager.problem, eager.mean_ms, eager.gpu) == (relu_problem, published["mean"], published["hardware"])
+    assert not PublishedBaseline.objects.filter(problem=suite_.members.get(number=20).problem)  # same name, other source
+    assert PublishedBaseline.objects.count() == 2  # eager and compile, ReLU only
+
+    from runs.services import run_rejudge
+
+    run, _ = run_rejudge(user=None, suite=suite_, files=[("level_1_problem_19_sample_0_kernel.py",
+                                                         relu.replace(b"class Model(", b"class ModelNew("))], name="r")
+    page = client_in.get(reverse("run_detail", args=[run.code])).content.decode()
+    assert "published elsewhere (their GPU, not this host's)" in page
+    assert f"KernelBench H100_Modal · eager {published['mean']:.3f} ms (mean) on {published['hardware']}" in page
