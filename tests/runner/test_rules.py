@@ -99,3 +99,24 @@ def test_kernelbench_builds_both_models_under_one_seed_and_copies_nothing(cpu_po
     kernelbench = cpu_pool.evaluate(LINEAR_PROBLEM, LINEAR_DRAWS_FIRST, seed=7, allow_library=True,
                                     rule="kernelbench")
     assert kernelbench["status"] == "incorrect", kernelbench["reason"]
+
+
+TORCH_NEAR_SILU = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x) + 3e-3
+'''
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_fp32_reference_is_the_devices_and_1e_2_decides(cuda_pool):
+    kernellab = cuda_pool.evaluate(sources.SILU_PROBLEM, TORCH_NEAR_SILU, seed=5, allow_library=True)
+    assert kernellab["status"] == "incorrect", kernellab["reason"]
+    kernelbench = cuda_pool.evaluate(sources.SILU_PROBLEM, TORCH_NEAR_SILU, seed=5, allow_library=True,
+                                     rule="kernelbench")
+    assert kernelbench["status"] == "correct", kernelbench["reason"]
+    assert kernelbench["correctness"]["per_distribution"][0]["trials"] == 5
+    assert kernelbench["kernelbench"]["speedup_vs_eager"] > 0
