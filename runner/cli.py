@@ -115,7 +115,7 @@ def summary(result: dict) -> str:
                      f"{baseline['compile_ms'] if baseline['compile_ms'] is None else round(baseline['compile_ms'], 4)} ms")
     rule, kernelbench = result.get("rule") or {}, result.get("kernelbench") or {}
     if rule.get("name", rules.KERNELLAB) != rules.KERNELLAB:
-        lines.append(f"rule: {rule['name']} ({rule['version']}): allclose to the {rule['reference']} reference, "
+        lines.append(f"rule: {rule['name']} ({rule['version']}): allclose to the reference ({rule['reference']}), "
                      f"{rule['trials']} trials")
     if kernelbench.get("speedup_vs_eager"):
         lines.append(f"KernelBench's statistic: mean {kernelbench['mean_ms']:.4f} ms, eager mean "

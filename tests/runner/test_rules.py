@@ -120,3 +120,16 @@ def test_on_the_gpu_the_fp32_reference_is_the_devices_and_1e_2_decides(cuda_pool
     assert kernelbench["status"] == "correct", kernelbench["reason"]
     assert kernelbench["correctness"]["per_distribution"][0]["trials"] == 5
     assert kernelbench["kernelbench"]["speedup_vs_eager"] > 0
+
+
+def test_the_command_line_takes_the_rule_and_names_it(tmp_path):
+    from .test_cli import run_cli
+
+    problem, kernel = tmp_path / "p.py", tmp_path / "k.py"
+    problem.write_text(sources.SILU_PROBLEM)
+    kernel.write_text(NEAR_SILU)
+    done = run_cli("evaluate", str(problem), str(kernel), "--seed", "5", "--rule", "kernelbench")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("status: correct")
+    assert "rule: kernelbench (v0.1): allclose to the reference (fp32 on the same device), 5 trials" in done.stdout
+    assert "KernelBench's statistic: mean" in done.stdout
