@@ -37,8 +37,9 @@ def verdict(kernel, result: dict | None, allow_library: bool) -> tuple[bool, flo
     "undecided" (the stored verdict cannot say)."""
     result = result or {}
     if judged_by(result) != "kernellab":  # the runner's own KernelBench verdict
-        if result.get("status") != Verdict.CORRECT:
-            return False, None, ""
+        if result.get("status") != Verdict.CORRECT:  # library calls refused by the run, not by KernelBench's rule
+            undecided = result.get("reason_code") in LIBRARY_CODES and not allow_library
+            return False, None, "undecided" if undecided else ""
         return True, (result.get("kernelbench") or {}).get("speedup_vs_eager"), ""
     if kernel.status == Verdict.CORRECT:
         return True, _speedup(kernel, result), ""
