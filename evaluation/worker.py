@@ -260,9 +260,14 @@ class EvaluationWorker:
         problem = job.problem
         if job.purpose == EvaluationJob.Purpose.VALIDATE:
             return pool.validate(problem.source, device=job.device, timeout=settings.RUNNER_TIMEOUT)
+        options = job.options or {}
+        rule = options.get("rule") or "kernellab"
+        # KernelBench's rule brings its own tolerance; the problem's is KernelLab's
+        atol, rtol = (problem.atol, problem.rtol) if rule == "kernellab" else (None, None)
         return pool.evaluate(
             problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
-            atol=problem.atol, rtol=problem.rtol, allow_library=bool((job.options or {}).get("allow_library")),
+            atol=atol, rtol=rtol, allow_library=bool(options.get("allow_library")), rule=rule,
+            more_baselines=options.get("baselines") or (),
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:

@@ -18,6 +18,22 @@ from . import schema
 from .version import RUNNER_VERSION
 
 ENV_KEYS = ("device_name", "torch", "cuda", "driver", "python", "threads")
+# Baselines a caller may ask for beside eager and torch.compile's default (built by morebaselines.py):
+# torch.compile's other modes and the eager model as CUDA graphs; those that need CUDA are skipped
+# elsewhere, with the reason.
+EXTRA = schema.MORE_BASELINES
+CUDA_ONLY = ("reduce-overhead", "cudagraph")
+
+
+def extra(asked) -> tuple[str, ...]:
+    """The extra baselines asked for, known ones only, in EXTRA's order."""
+    asked = set(asked or ())
+    unknown = asked - set(EXTRA)
+    if unknown:
+        from .errors import RunnerError
+
+        raise RunnerError(f"baselines must be among {', '.join(EXTRA)}, not {', '.join(sorted(unknown))}")
+    return tuple(k for k in EXTRA if k in asked)
 
 
 def cache_dir() -> Path:
@@ -31,8 +47,8 @@ def cache_dir() -> Path:
     return Path(data_dir()) / "baselines"
 
 
-def key(problem_source: str, device: str, environment: dict, compile_baseline: bool) -> str:
-    parts = [problem_source, device, RUNNER_VERSION, str(compile_baseline)]
+def key(problem_source: str, device: str, environment: dict, compile_baseline: bool, more: tuple = ()) -> str:
+    parts = [problem_source, device, RUNNER_VERSION, str(compile_baseline)] + ([",".join(more)] if more else [])
     parts += [str(environment.get(k)) for k in ENV_KEYS]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 

@@ -17,7 +17,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, schema, watchdog
+from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, rules, schema, watchdog
 from .pairing import Pairing
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
@@ -36,13 +36,14 @@ OOM_PAUSE_S = 2.0  # between them: time for whoever holds the memory to let go
 # --- validate -------------------------------------------------------------------------------
 
 def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float = 300.0,
-             seed: int | None = None) -> dict:
+             seed: int | None = None, more_baselines=()) -> dict:
+    """`more_baselines`: any of baselines.EXTRA, timed beside eager and torch.compile's default."""
     check_device(device)
-    seed = _seed(seed)
+    seed, more = _seed(seed), baselines.extra(more_baselines)
     job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
-           "compile_baseline": _compile_baseline()}
+           "compile_baseline": _compile_baseline(), "more_baselines": list(more)}
     for attempt in range(1, OOM_ATTEMPTS + 1):
-        result = _validate_once(pool, job, problem_source, device, timeout)
+        result = _validate_once(pool, job, problem_source, device, timeout, more)
         if result["status"] != "oom":
             return result
         if attempt < OOM_ATTEMPTS:
@@ -51,7 +52,7 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
                      f"({result['reason']}); other work may hold its memory: the problem is not judged")
 
 
-def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: float) -> dict:
+def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: float, more: tuple) -> dict:
     result = empty_validation()
     outcome, sandbox = _run(pool, job, timeout)
     result["environment"] = environment_of(sandbox, pool)
@@ -70,10 +71,11 @@ def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: f
     for name in ("outputs", "family", "flops", "flops_upper_bound", "min_bytes", "phases", "degenerate"):
         result[name] = raw.get(name)
     result["baseline"].update(raw["baseline"])
-    result["measurements"] = sandbox.measurements.of("eager", "compile")
-    result["noisy"] = sandbox.measurements.noisy("eager", "compile")
+    timed = ("eager", "compile") + more
+    result["measurements"] = sandbox.measurements.of(*timed)
+    result["noisy"] = sandbox.measurements.noisy(*timed)
     if result["status"] == "ok" and not result["noisy"]:  # a noisy baseline is measured again next time
-        cache_key = baselines.key(problem_source, device, result["environment"], _compile_baseline())
+        cache_key = baselines.key(problem_source, device, result["environment"], _compile_baseline(), more)
         baselines.store(cache_key, result)
     return result
 
@@ -89,10 +91,13 @@ def empty_validation() -> dict:
 
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
-             allow_library: bool = False) -> dict:
+             allow_library: bool = False, rule: str | None = None, more_baselines=()) -> dict:
     check_device(device)
+    more = baselines.extra(more_baselines)
+    rule = rules.resolve(rule)
     seed = _seed(seed)
     result = empty_verdict(seed)
+    result["rule"] = rules.describe(rule)
     result["environment"] = environment_of(None, pool)
 
     found = check_findings(kernel_source, reference_source=problem_source, allow_library=allow_library,
@@ -103,17 +108,18 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
         return result
 
     environment = pool.current_environment()
-    validation = _cached_validation(problem_source, device, environment, pool, timeout, seed)
+    validation = _cached_validation(problem_source, device, environment, pool, timeout, seed, more)
     if validation["status"] != "ok":
         raise ProblemInvalid(f"the problem is invalid: {validation['reason']}")
     job = {"job": "evaluate", "device": device, "seed": seed, "problem_source": problem_source,
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
+           "rule": rule,
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
            "paired": device == "cpu"}  # the eager baseline timed between the candidate's blocks (pairing.py)
     for attempt in range(1, OOM_ATTEMPTS + 1):
         try:
             judged = _judge(pool, job, validation, environment, timeout)
-            judged["advisories"] = result["advisories"]
+            judged["advisories"], judged["rule"] = result["advisories"], result["rule"]
             return judged
         except _DeviceFull as exc:
             if attempt == OOM_ATTEMPTS:
@@ -133,7 +139,7 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     result["baseline"] = dict(validation["baseline"])
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
-                  "atol": job["atol"], "rtol": job["rtol"], "sample_secret": sample_secret.hex(),
+                  "atol": job["atol"], "rtol": job["rtol"], "rule": job["rule"], "sample_secret": sample_secret.hex(),
                   "paired": job["paired"]}
     pairing = Pairing() if job["paired"] else None
     truths_sandbox = pool.take()
@@ -188,6 +194,8 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     build = result.pop("build", None)
     if result["status"] == "correct" and result["timing"]:
         _speedups(result, validation, device)
+        if rules.kernelbench(job["rule"]):
+            result["kernelbench"] = kernelbench_speedup(result)
         result["profile"] = profile_of(result, validation, device, build)
     if result["noisy"] and result["status"] == "correct" and not result["quarantined"]:
         # Kept and shown, but out of every ranking (as quarantined kernels are) until run again.
@@ -304,7 +312,7 @@ def empty_verdict(seed: int | None) -> dict:
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
             "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": [],
-            "profile": None}
+            "profile": None, "rule": None, "kernelbench": None, "speedup_vs_more": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:
@@ -322,10 +330,20 @@ def _speedups(result: dict, validation: dict, device: str) -> None:
             result["speedup_vs_eager"] = matched
     if baseline.get("compile_ms"):
         result["speedup_vs_compile"] = baseline["compile_ms"] / median
+    if baseline.get("more"):  # the extra baselines asked for, over the same median (none where skipped)
+        result["speedup_vs_more"] = {kind: (row["ms"] / median if row.get("ms") else None)
+                                     for kind, row in baseline["more"].items()}
     floor = quarantine.floor_ms(device, result["environment"].get("device_name"), validation.get("flops"),
                                 validation.get("min_bytes"))
     flagged, why = quarantine.judge(median, baseline, floor)
     result["quarantined"], result["quarantine_reason"] = flagged, (why or None)
+
+
+def kernelbench_speedup(result: dict) -> dict:
+    """KernelBench's statistic beside the median: the mean of the timed calls, over the eager
+    baseline's mean (the validation's; on the CPU the paired eager blocks are medians only)."""
+    mean, eager = result["timing"]["mean_ms"], result["baseline"].get("eager_mean_ms")
+    return {"mean_ms": mean, "eager_mean_ms": eager, "speedup_vs_eager": eager / mean if eager and mean else None}
 
 
 def profile_of(result: dict, validation: dict, device: str, build: dict | None) -> dict:
@@ -339,13 +357,13 @@ def profile_of(result: dict, validation: dict, device: str, build: dict | None) 
                             counters=counters.status()["note"] if device == "cuda" else None)
 
 
-def _cached_validation(problem_source, device, environment, pool, timeout, seed) -> dict:
+def _cached_validation(problem_source, device, environment, pool, timeout, seed, more=()) -> dict:
     """The problem's validation (with baselines) from the cache, else run now."""
-    cache_key = baselines.key(problem_source, device, environment, _compile_baseline())
+    cache_key = baselines.key(problem_source, device, environment, _compile_baseline(), more)
     cached = baselines.load(cache_key)
     if cached is not None:
         return cached
-    return validate(pool, problem_source, device=device, timeout=timeout, seed=seed)
+    return validate(pool, problem_source, device=device, timeout=timeout, seed=seed, more_baselines=more)
 
 
 def health_check(pool) -> None:

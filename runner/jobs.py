@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import compile as compiling
-from . import findings, machine, sampling, watchdog
+from . import findings, machine, rules, sampling, watchdog
 from . import problem as problems
 from . import replay as replay_
 from . import globalstate, kernelattrs, timing, verify
@@ -100,8 +100,7 @@ def run_do_bench(job: dict, channel) -> dict:
 # --- a problem's failures (validation.py, truths.py) ------------------------------------
 
 def failed_problem(exc: Exception, what: str) -> dict:
-    """An out-of-memory is `oom`, not `invalid`: on a shared GPU it is often another process's
-    memory, and the parent retries it rather than condemning the problem."""
+    """Out of memory is `oom`, not `invalid`: often another process's memory, retried by the parent."""
     text = f"{what}: {type(exc).__name__}: {compiling.first_line(str(exc))}"
     status = "oom" if out_of_memory(exc) else "invalid"
     return {"status": status, "reason": text, "log": compiling.short_traceback(exc)}
@@ -118,9 +117,8 @@ def _timer(device: str):
 
 
 def measure(channel, what: str, device: str, fn, sets, **options) -> dict:
-    """One timed measurement, announced to the parent, which reads the GPU's state around it
-    (gpustate.py) and answers whether it was disturbed and is to be taken again (bounded there).
-    A wall-clock gap the events did not see is reported for the same decision, not a verdict."""
+    """One timed measurement, announced to the parent, which reads the GPU's state around it (gpustate.py)
+    and answers whether it is to be taken again; a wall-clock gap the events missed informs that, no verdict."""
     while True:
         channel.send("timing", what=what, at="begin")
         measured = _timer(device)(fn, sets, **options)
@@ -141,9 +139,7 @@ def input_sets(module, device: str, seed: int, needed=None) -> tuple[list, int]:
 
 
 def _as64(value):
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.to(torch.float64)
-    return value
+    return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
 
 
 # --- evaluate ---------------------------------------------------------------------------
@@ -200,10 +196,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     with torch.no_grad():
         expected_outputs = problems.as_outputs(reference(*shape_inputs))
     expected = [{"shape": tuple(o.shape), "dtype": o.dtype, "device": o.device.type} for o in expected_outputs]
-    tolerance = problems.tolerance(expected_outputs, module, job.get("atol"), job.get("rtol"))
+    tolerance = problems.tolerance(expected_outputs, module, job.get("atol"), job.get("rtol"), job.get("rule"))
     del expected_outputs, shape_inputs
     shipped = result["exchange"] = {"distributions": [], "calls": [], "swaps": [], "timed_calls": 0}
-    ship = Shipper(writer, channel, reference, tolerance)
+    ship = Shipper(writer, channel, reference, tolerance, fp32_truth=rules.kernelbench(job.get("rule")))
 
     state = {"first": True, "ops": []}
 
@@ -221,8 +217,11 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
         verify.check_no_alias(outs, given)
         return outs
 
-    for index, name in enumerate(problems.DISTRIBUTIONS):
-        shipped["distributions"].append(_run_distribution(module, name, index, seed, device, run_candidate, ship))
+    counted = rules.trials(job.get("rule"), problems.TRIALS)
+    for index, name in enumerate(problems.DISTRIBUTIONS):  # the index seeds the inputs, as truths.py draws them
+        if name in counted:
+            shipped["distributions"].append(_run_distribution(module, name, index, seed, device, run_candidate, ship,
+                                                              counted[name]))
     phases["correctness_s"], mark = _perf_counter() - mark, _perf_counter()
     result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
@@ -259,10 +258,10 @@ def _build_candidate(job, module, init, seed, device, reference, result):
             raise Verdict("rejected", "the kernel defines no class ModelNew")
         torch.manual_seed(seed)
         new = kernel.ModelNew(*init).to(device)
-        reference_state = reference.state_dict()
-        own_state = new.state_dict()
-        matching = {k: v for k, v in reference_state.items() if k in own_state and own_state[k].shape == v.shape}
-        torch.nn.Module.load_state_dict(new, matching, strict=False)
+        if not rules.kernelbench(job.get("rule")):  # KernelBench's rule: both built under one seed, nothing copied
+            own = new.state_dict()
+            torch.nn.Module.load_state_dict(new, {k: v for k, v in reference.state_dict().items()
+                                                  if k in own and own[k].shape == v.shape}, strict=False)
         new.eval()
     except Verdict:
         raise
@@ -312,11 +311,11 @@ def _call(new, given, state, counter, allow_library, sync):
         raise _classify(exc, during="running forward") from None
 
 
-def _run_distribution(module, name, index, seed, device, run_candidate, ship) -> dict:
+def _run_distribution(module, name, index, seed, device, run_candidate, ship, count) -> dict:
     """The candidate's outputs on one distribution's trials (the inputs truths.py draws the same
     way), into the exchange memory; a distribution without floating inputs is not run."""
     row = {"name": name, "trials": []}
-    for trial in range(problems.TRIALS[name]):
+    for trial in range(count):
         inputs = problems.make_inputs(module, name, seed + 1000 * index + trial, device)
         if name != "get_inputs" and not problems.has_floating_input(inputs):
             break
@@ -433,9 +432,10 @@ class Shipper:
     inside the candidate's process, so it can only refuse (an honest kernel wrong in a few
     elements the sample misses is still caught)."""
 
-    def __init__(self, writer: Writer, channel, reference, tolerance):
+    def __init__(self, writer: Writer, channel, reference, tolerance, fp32_truth: bool = False):
         self.writer, self.channel, self.reference, self.tolerance = writer, channel, reference, tolerance
-        self.truth_model, self.made = None, False  # the float64 copy of the reference, made at first need
+        # the float64 copy of the reference, made at first need; none where the truth is the fp32 reference
+        self.truth_model, self.made = None, fp32_truth
 
     def __call__(self, key: str, outs: list, seed_key: str | None = None, whole=None) -> list[dict]:
         """`seed_key` names the outputs' sample seeds (a timed call's are its input set's); `whole`

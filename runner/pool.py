@@ -140,18 +140,20 @@ class Pool:
         raise RunnerError(f"no sandbox could start on {self.device}: {compiling.first_line(sandbox.stderr[-2000:])}")
 
     def validate(self, problem_source: str, *, device: str | None = None, timeout: float = 300.0,
-                 seed: int | None = None) -> dict:
+                 seed: int | None = None, more_baselines=()) -> dict:
         self._same_device(device)
         return self._unless_cancelled(lambda: evaluation.validate(self, problem_source, device=self.device,
-                                                                  timeout=timeout, seed=seed))
+                                                                  timeout=timeout, seed=seed,
+                                                                  more_baselines=more_baselines))
 
     def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
                  seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
-                 rtol: float | None = None, allow_library: bool = False) -> dict:
+                 rtol: float | None = None, allow_library: bool = False, rule: str | None = None,
+                 more_baselines=()) -> dict:
         self._same_device(device)
         return self._unless_cancelled(lambda: evaluation.evaluate(
             self, problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
-            rtol=rtol, allow_library=allow_library))
+            rtol=rtol, allow_library=allow_library, rule=rule, more_baselines=more_baselines))
 
     def _same_device(self, device: str | None) -> None:
         if device is not None and device != self.device:

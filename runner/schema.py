@@ -372,15 +372,34 @@ def validation(raw) -> dict:
             clean["outputs"].append({"shape": [_integer(d, f"outputs[{i}].shape[]") for d in shape],
                                      "dtype": _text(out.get("dtype"), f"outputs[{i}].dtype", 32)})
     if raw.get("baseline") is not None:
-        base = _dict(raw["baseline"], "baseline", ("eager_ms", "compile_ms", "compile_mode"))
+        base = _dict(raw["baseline"], "baseline", ("eager_ms", "eager_mean_ms", "compile_ms", "compile_mode", "more"))
         clean["baseline"] = {
             "eager_ms": _number(base.get("eager_ms"), "baseline.eager_ms", optional=True, positive=True, high=3.6e6),
+            "eager_mean_ms": _number(base.get("eager_mean_ms"), "baseline.eager_mean_ms", optional=True,
+                                     positive=True, high=3.6e6),
             "compile_ms": _number(base.get("compile_ms"), "baseline.compile_ms", optional=True, positive=True,
                                   high=3.6e6),
             "compile_mode": _text(base.get("compile_mode"), "baseline.compile_mode", 300, optional=True)}
+        if base.get("more") is not None:
+            clean["baseline"]["more"] = _more_baselines(base["more"])
     clean["phases"] = _validation_phases(raw.get("phases") or {})
     if status == "ok" and not clean["baseline"].get("eager_ms"):
         raise Malformed("an ok validation without an eager baseline")
+    return clean
+
+
+# baselines.EXTRA: the baselines a caller may ask for beside eager and torch.compile's default
+MORE_BASELINES = ("reduce-overhead", "max-autotune", "cudagraph")
+
+
+def _more_baselines(raw) -> dict:
+    raw = _dict(raw, "baseline.more", MORE_BASELINES)
+    clean = {}
+    for kind, row in raw.items():
+        row = _dict(row, f"baseline.more.{kind}", ("ms", "mean_ms", "skipped"))
+        clean[kind] = {k: _number(row.get(k), f"baseline.more.{kind}.{k}", optional=True, positive=True, high=3.6e6)
+                       for k in ("ms", "mean_ms")}
+        clean[kind]["skipped"] = _text(row.get("skipped"), f"baseline.more.{kind}.skipped", 300, optional=True)
     return clean
 
 

@@ -10,7 +10,7 @@ import time
 import torch
 
 from . import compile as compiling
-from . import degenerate, facts, jobs, timing
+from . import degenerate, facts, jobs, morebaselines, timing
 from . import problem as problems
 
 
@@ -48,14 +48,21 @@ def run(job: dict, channel, env: dict) -> dict:
         compiled = compile_model(model, inputs) if job.get("compile_baseline", True) else (None, None)
     except Exception as exc:  # out of device memory (others' memory, likely): retried by the parent
         return jobs.failed_problem(exc, "compiling the problem failed")
-    del inputs, outputs
+    del outputs
     # Baselines are timed as candidates are: holding the device, so no other candidate or
     # baseline of this host runs there meanwhile.
     phases, mark = {}, time.monotonic()
     channel.request_device()
-    phases["device_wait_s"], began = time.monotonic() - mark, time.monotonic()
+    phases["device_wait_s"] = time.monotonic() - mark
+    try:  # the extra baselines are built holding the device: max-autotune times its choices there, graphs run
+        sets, _ = jobs.input_sets(module, device, seed)
+        more = {kind: morebaselines.build(kind, model, inputs, sets, device) for kind in job.get("more_baselines") or []}
+    except Exception as exc:
+        return jobs.failed_problem(exc, "building the extra baselines failed")
+    del inputs
+    began = time.monotonic()
     try:
-        baseline = time_baselines(module, model, device, seed, channel, compiled=compiled)
+        baseline = time_baselines(module, model, device, seed, channel, compiled=compiled, more=more, sets=sets)
     except Exception as exc:
         return jobs.failed_problem(exc, "timing the problem failed")
     ended = time.monotonic()
@@ -79,20 +86,34 @@ def compile_model(model, inputs) -> tuple:
         return None, f"failed: {compiling.first_line(str(exc), 200)}"
 
 
-def time_baselines(module, model, device: str, seed: int, channel, *, compiled: tuple = (None, None)) -> dict:
+def time_baselines(module, model, device: str, seed: int, channel, *, compiled: tuple = (None, None),
+                   more: dict | None = None, sets: list | None = None) -> dict:
     """Eager and torch.compile (`compiled`: compile_model's pair, or none) timed like candidates,
-    with PyTorch's default TF32 settings."""
-    sets, _ = jobs.input_sets(module, device, seed)
+    with PyTorch's default TF32 settings; `more`: kind -> morebaselines.build's pair, each timed
+    the same way on the same input sets, or kept with the reason it was skipped."""
+    sets = sets if sets is not None else jobs.input_sets(module, device, seed)[0]
     compiled_model, mode = compiled
     with torch.no_grad():
-        eager = _median(jobs.measure(channel, "eager", device, model, sets))
+        eager = timing.summarize(jobs.measure(channel, "eager", device, model, sets)["samples_ms"])
         compiled_ms = None
         if compiled_model is not None:
             try:
                 compiled_ms = _median(jobs.measure(channel, "compile", device, compiled_model, sets))
             except Exception as exc:
                 mode = f"failed: {compiling.first_line(str(exc), 200)}"
-    return {"eager_ms": eager, "compile_ms": compiled_ms, "compile_mode": mode}
+        timed_more = {}
+        for kind, (fn, skipped) in (more or {}).items():
+            row = {"ms": None, "mean_ms": None, "skipped": skipped}
+            if fn is not None:
+                try:
+                    stats = timing.summarize(jobs.measure(channel, kind, device, fn, sets)["samples_ms"])
+                    row.update(ms=stats["median_ms"], mean_ms=stats["mean_ms"])
+                except Exception as exc:
+                    row["skipped"] = f"failed: {compiling.first_line(str(exc), 200)}"
+            timed_more[kind] = row
+    # the mean beside the median: KernelBench's statistic, for its rule's speedup
+    return {"eager_ms": eager["median_ms"], "eager_mean_ms": eager["mean_ms"], "compile_ms": compiled_ms,
+            "compile_mode": mode, **({"more": timed_more} if timed_more else {})}
 
 
 def _median(measured: dict) -> float:

@@ -65,6 +65,7 @@ from .suites import (  # noqa: F401
     files_from_zip,
     files_from_uploads,
     kernelbench_position,
+    source_sha256,
     suite_import,
     suite_sweep,
     suite_request_validation,
