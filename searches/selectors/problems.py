@@ -97,7 +97,7 @@ def problem_validation_state(problem: Problem) -> dict:
     message = "Queued for validation by the evaluator."
     if not place:
         message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
-    return {"status": "queued", "badge": "queued", "label": "Validating…", "pending": True,
+    return {"status": "queued", "badge": "queued", "label": "Queued for validation", "pending": True,
             "message": f"{message} {place}".strip(), "queue": place}
 
 

@@ -7,7 +7,9 @@
   "use strict";
   var box = document.getElementById("validation");
   if (!box || box.dataset.pending !== "true") return;
-  var badge = document.getElementById("validation-badge");
+  // the page's badge and this version's row in the versions table say the same
+  var badges = ["validation-badge", "version-validation-badge"].map(function (id) { return document.getElementById(id); })
+    .filter(Boolean);
   var message = document.getElementById("validation-message");
   var live = { lastSeq: parseInt(box.dataset.after || "0", 10) || 0 };
   var timer = null;
@@ -31,7 +33,7 @@
       .then(function (state) {
         if (state && !state.pending) { finish(); return; }
         if (state) {
-          if (badge) { badge.textContent = state.label; badge.className = "badge " + state.badge; }
+          badges.forEach(function (badge) { badge.textContent = state.label; badge.className = "badge " + state.badge; });
           if (message) message.textContent = state.message;
         }
         schedule(socketOpen() ? 3000 : 1000);

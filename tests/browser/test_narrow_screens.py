@@ -1,4 +1,4 @@
-"""Phones and long lines (issue 36): at 420 px no list page scrolls sideways as a whole (wide
+"""Phones and long lines: at 420 px no list page scrolls sideways as a whole (wide
 tables scroll inside their own box), the side-by-side diff turns unified below 800 px, and a
 diff line longer than its column can be read in full. Screenshots go to the temp folder's
 kernellab-narrow/ (outside test-results/, which pytest-playwright empties at each run), to look at."""
@@ -35,7 +35,11 @@ for n in range(3):
 broken = d.kernel(problem=p, status="failed", name="failed_" + {LONG!r})
 EvaluationJob.objects.create(problem=p, kernel=broken, status="failed", finished_at=timezone.now(),
                              last_error="killed its worker: " + {LONG!r} * 2)
-out = dict(suite=str(suite.code))
+from runs.models import Run, RunKernel
+run = Run.objects.create(name="run_" + {LONG!r}, suite=suite, source="search", proposer="playbook",
+                         model="model-" + {LONG!r}, created_by=owner)
+RunKernel.objects.create(run=run, member=suite.members.get(), kernel=p.kernels.filter(status="correct").first())
+out = dict(suite=str(suite.code), run=str(run.code))
 """)
     return {**seeded, **more}
 
@@ -59,7 +63,8 @@ def test_list_pages_fit_a_phone(logged_in_page, stack):
     SHOTS.mkdir(parents=True, exist_ok=True)
     lists = {
         "problems": "/problems/", "searches": "/searches/", "workers": "/workers/", "failed-jobs": "/workers/jobs/cpu/failed/", "suites": "/suites/",
-        "suite": f"/suites/{seeded['suite']}/", "leaderboards": "/leaderboards/",
+        "suite": f"/suites/{seeded['suite']}/", "suite-runs": f"/suites/{seeded['suite']}/runs/",
+        "run": f"/runs/{seeded['run']}/", "leaderboards": "/leaderboards/",
         "leaderboard": f"/problems/{seeded['problem']}/leaderboard/", "problem": f"/problems/{seeded['problem']}/",
         "search": f"/searches/{seeded['search']}/", "kernel": f"/kernels/{seeded['faster']}/",
         "problem-searches": f"/searches/?problem={seeded['problem']}&versions=all",
