@@ -8,8 +8,12 @@
     if (box) box.classList.toggle("wrap", on);
     button.setAttribute("aria-pressed", on ? "true" : "false");
   }
-  var saved = false;
-  try { saved = window.localStorage.getItem(KEY) === "1"; } catch (e) { /* storage refused: start scrolled */ }
+  // Until the reader chooses, a phone-width screen starts wrapped: its column holds few characters.
+  var saved = window.matchMedia("(max-width: 799px)").matches;
+  try {
+    var chosen = window.localStorage.getItem(KEY);
+    if (chosen !== null) saved = chosen === "1";
+  } catch (e) { /* storage refused: the width decides */ }
   document.querySelectorAll("button.diff-toggle").forEach(function (button) {
     button.hidden = false;
     set(button, saved);

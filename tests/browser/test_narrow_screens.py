@@ -130,12 +130,15 @@ def test_diff_is_unified_on_a_narrow_screen(logged_in_page, stack):
     expect(page.locator("table.diff.unified tr.del").first).to_be_visible()
     expect(page.locator("table.diff.unified tr.add", has_text="END-OF-LONG-LINE")).to_be_visible()
     assert scroll_width(page) <= 420
-    page.get_by_role("button", name="Wrap long lines").click()
+    expect(page.locator(".diff-head h2")).to_contain_text("Source, one column")
+    # A phone starts wrapped (its column holds few characters) until the reader chooses.
+    expect(page.get_by_role("button", name="Wrap long lines")).to_have_attribute("aria-pressed", "true")
     line = page.locator("table.diff.unified tr.add td.code", has_text="END-OF-LONG-LINE")
     assert line.evaluate("c => c.scrollWidth <= c.clientWidth")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "diff-unified-420.png"), full_page=True)
     page.set_viewport_size({"width": 1000, "height": 900})
+    expect(page.locator(".diff-head h2")).to_contain_text("Source, side by side")
     expect(page.locator("table.diff.split")).to_be_visible()
     expect(page.locator("table.diff.unified")).to_be_hidden()
 
