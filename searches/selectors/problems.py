@@ -84,8 +84,8 @@ def problem_validation_state(problem: Problem) -> dict:
                 "message": "No validation is queued for this problem. Ask for one with “Validate again”."}
     if job.status == EvaluationJob.Status.LEASED:
         return {"status": "running", "badge": "running", "label": "Validating…", "pending": True,
-                "message": f"Validating in a sandbox on {job.lease_owner or 'an evaluator'} (the reference, then "
-                           f"its eager and torch.compile baselines). {job_progress(job)['text']}"}
+                "message": f"In a sandbox on {job.lease_owner or 'an evaluator'}: the reference, then its eager "
+                           f"and torch.compile baselines. {job_progress(job)['text']}"}
     place = queue_wait_text(queue_position(job)) if evaluator_seen(problem.device) else ""
     if problem.device == Device.CUDA:
         message = "Waiting for a CUDA worker: this problem runs on a GPU, so a CPU evaluator will not take it."

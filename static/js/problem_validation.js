@@ -11,6 +11,7 @@
   var badges = ["validation-badge", "version-validation-badge"].map(function (id) { return document.getElementById(id); })
     .filter(Boolean);
   var message = document.getElementById("validation-message");
+  var label = document.getElementById("validation-label");
   var live = { lastSeq: parseInt(box.dataset.after || "0", 10) || 0 };
   var timer = null;
   var done = false;
@@ -34,6 +35,7 @@
         if (state && !state.pending) { finish(); return; }
         if (state) {
           badges.forEach(function (badge) { badge.textContent = state.label; badge.className = "badge " + state.badge; });
+          if (label) label.textContent = state.label;
           if (message) message.textContent = state.message;
         }
         schedule(socketOpen() ? 3000 : 1000);
