@@ -3,6 +3,7 @@ tables scroll inside their own box), the side-by-side diff turns unified below 8
 diff line longer than its column can be read in full. Screenshots go to the temp folder's
 kernellab-narrow/ (outside test-results/, which pytest-playwright empties at each run), to look at."""
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def test_diff_is_unified_on_a_narrow_screen(logged_in_page, stack):
     expect(page.locator("table.diff.unified tr.del").first).to_be_visible()
     expect(page.locator("table.diff.unified tr.add", has_text="END-OF-LONG-LINE")).to_be_visible()
     assert scroll_width(page) <= 420
-    expect(page.locator(".diff-head h2")).to_contain_text("Source, one column")
+    expect(page.get_by_role("heading", name=re.compile("^Source, one column"))).to_be_visible()
     # A phone starts wrapped (its column holds few characters) until the reader chooses.
     expect(page.get_by_role("button", name="Wrap long lines")).to_have_attribute("aria-pressed", "true")
     line = page.locator("table.diff.unified tr.add td.code", has_text="END-OF-LONG-LINE")
@@ -138,7 +139,7 @@ def test_diff_is_unified_on_a_narrow_screen(logged_in_page, stack):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "diff-unified-420.png"), full_page=True)
     page.set_viewport_size({"width": 1000, "height": 900})
-    expect(page.locator(".diff-head h2")).to_contain_text("Source, side by side")
+    expect(page.get_by_role("heading", name=re.compile("^Source, side by side"))).to_be_visible()
     expect(page.locator("table.diff.split")).to_be_visible()
     expect(page.locator("table.diff.unified")).to_be_hidden()
 
