@@ -13,18 +13,25 @@
   let settled = false;
   let timer = null;
 
-  function showVerdict() {
+  const text = document.getElementById("kernel-progress-text") || line;
+
+  // The page's verdict sections, rendered again by the server: once its run began (the status
+  // and queue rows move on), and once the verdict has landed (the progress line goes).
+  function redraw(final) {
     fetch(window.location.href, { credentials: "same-origin" })
       .then((response) => (response.ok ? response.text() : Promise.reject(response.status)))
       .then((html) => {
+        if (!final && settled) return;  // the verdict's own redraw is under way: this one is older
         const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("kernel-body");
         if (!fresh) return Promise.reject("no verdict section");
         body.replaceChildren(...fresh.childNodes);
+        if (!final) return;
         line.remove();
         if (live.pause) live.pause();
       })
-      .catch(() => window.setTimeout(showVerdict, 3000));
+      .catch(() => { if (final) window.setTimeout(() => redraw(true), 3000); });
   }
+  function showVerdict() { redraw(true); }
   function socketOpen() { return live.ws && live.ws.readyState === WebSocket.OPEN; }
   function schedule(ms) {
     window.clearTimeout(timer);
@@ -37,7 +44,8 @@
       .then((state) => {
         if (state && state.settled) { settled = true; showVerdict(); return; }
         if (state) {
-          line.textContent = state.text;
+          text.textContent = state.text;
+          if (state.phase && !line.dataset.phase) redraw(false);  // its run began: the queue row is old news
           if (state.phase) line.dataset.phase = state.phase; else delete line.dataset.phase;
         }
         schedule(socketOpen() ? 3000 : 1000);

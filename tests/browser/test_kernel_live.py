@@ -3,6 +3,7 @@ reports and the time elapsed) on its problem's event stream, and shows the verdi
 reload, through the real worker (static/js/kernel_live.js)."""
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -11,6 +12,7 @@ from tests.browser import dashboard_seed
 
 pytestmark = [pytest.mark.e2e]
 
+SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 VERDICT_TIMEOUT_MS = 240_000  # the sandboxes' first start and a C build, on two shared cores
 
 
@@ -37,6 +39,9 @@ out = dict(problem=str(p.code))
     expect(progress).to_have_text(re.compile(
         r"(Starting a sandbox|Compiling|Waiting for the device|Checking correctness|Timing|Judging the outputs) "
         r"for \d+ (s|min); \d+ (s|min) since the run began"), timeout=VERDICT_TIMEOUT_MS)
+    expect(page.locator("#queue-note")).to_have_count(0)  # its run began: the verdict section moved on too
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "kernel-evaluating-1400.png"))  # for people to look at
     expect(page.locator("#kernel-status")).to_have_text("Correct", timeout=VERDICT_TIMEOUT_MS)
     expect(progress).to_have_count(0)
     expect(page.locator("#verdict")).to_contain_text(re.compile(r"\d ms"))
