@@ -71,6 +71,11 @@ def test_a_new_users_first_session(page, stack, chromium):
     # Search: the offline playbook, a small budget; the page grows live to the search's end.
     page.set_viewport_size({"width": WIDE, "height": 900})
     page.locator("#start-search-link").first.click()
+    # The built-in proposer needs no model settings: they show only for the LLM.
+    expect(page.get_by_label("Model", exact=True)).to_be_hidden()
+    page.get_by_label("Proposer").select_option("anthropic")
+    expect(page.get_by_label("Model", exact=True)).to_be_visible()
+    page.get_by_label("Proposer").select_option("playbook")
     page.get_by_label("Rounds (R)").fill("1")
     page.get_by_label("Parents per round (B)").fill("1")
     page.get_by_label("Ideas per parent (I)").fill("2")
