@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 from evaluation.selectors import evaluator_seen
 from searches.models import Device, EvaluationJob, Problem, Search
 
-from .queue import job_progress, queue_position, queue_wait_text
+from .queue import job_progress, queue_position, queue_wait_text, run_estimate_text
 
 
 def _lineage_search_count():
@@ -97,6 +97,8 @@ def problem_validation_state(problem: Problem) -> dict:
     message = "Queued for validation by the evaluator."
     if not place:
         message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
+    else:
+        place += run_estimate_text(problem.device, "validate")
     return {"status": "queued", "badge": "queued", "label": "Queued for validation", "pending": True,
             "message": f"{message} {place}".strip(), "queue": place}
 

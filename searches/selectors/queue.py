@@ -152,5 +152,18 @@ def kernel_progress(kernel: Kernel, *, now=None) -> dict:
                .exclude(run_started_at=None).order_by("-run_started_at").first())
     if running:
         return {"settled": False, **job_progress(running, now=now)}
-    text = queue_wait_text(queue_for_kernels([kernel.id], now=now))
+    place = queue_for_kernels([kernel.id], now=now)
+    text = queue_wait_text(place)
+    if place:
+        text += run_estimate_text(place["device"], "evaluate")
     return {"settled": False, "text": text or "Waiting for an evaluator."}
+
+
+def run_estimate_text(device: str, kind: str) -> str:
+    """How long a run of this kind takes once it starts, by the medians of recent runs' phases ("" without any)."""
+    medians = queue_phase_seconds(device, kind)
+    if not medians:
+        return ""
+    what = "validations" if kind == "validate" else "evaluations"
+    return (f" Its run then takes about {_duration(sum(medians.values()))} "
+            f"(median phase times of the last {device} {what}).")

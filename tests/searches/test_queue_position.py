@@ -130,3 +130,7 @@ def test_a_running_jobs_phase_and_the_time_left_by_recent_runs_phase_medians(cli
                              "the last cpu evaluations).")
     EvaluationJob.objects.filter(pk=job.pk).update(phase="judging", phase_started_at=now - timedelta(seconds=9))
     assert "longer than recent runs' median" in selectors.kernel_progress(k, now=now)["text"]
+    # Queued (again): the wait, then the run's length by the same medians.
+    EvaluationJob.objects.filter(pk=job.pk).update(status="queued", phase="")
+    assert selectors.kernel_progress(k, now=now)["text"].endswith(
+        "Its run then takes about 30 s (median phase times of the last cpu evaluations).")
