@@ -94,9 +94,9 @@ def problem_validation_state(problem: Problem) -> dict:
                         "RUNNER_DEVICE=cuda python manage.py evaluator.")
         return {"status": "queued", "badge": "queued", "label": "Waiting for a CUDA worker", "pending": True,
                 "message": f"{message} {place}".strip(), "queue": place}
-    message = "Queued for validation by the evaluator."
+    message = ""  # the label says it is queued; the message says where and for how long
     if not place:
-        message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
+        message = "No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
     else:
         place += run_estimate_text(problem.device, "validate")
     return {"status": "queued", "badge": "queued", "label": "Queued for validation", "pending": True,
