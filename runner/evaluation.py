@@ -17,7 +17,8 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, counters, exchange, findings, gpumem, quarantine, roofline, rules, schema, watchdog
+from . import baselines, buildcache, counters, exchange, findings, gpumem, phases, quarantine, roofline, rules, schema
+from . import watchdog
 from .pairing import Pairing
 from . import compile as compiling
 from .checks import check_findings, check_source  # noqa: F401 (check_source: reached by tests as before)
@@ -54,7 +55,7 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
 
 def _validate_once(pool, job: dict, problem_source: str, device: str, timeout: float, more: tuple) -> dict:
     result = empty_validation()
-    outcome, sandbox = _run(pool, job, timeout)
+    outcome, sandbox = _run(pool, job, timeout, on_phase=getattr(pool, "phase", None))
     result["environment"] = environment_of(sandbox, pool)
     if outcome.result is None:
         result.update(status="invalid", reason=f"the problem could not be run: {outcome.reason}")
@@ -155,7 +156,8 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="truths") as side:
             made = side.submit(_truths, truths_sandbox, truths_job, timeout, pairing)  # made meanwhile
             try:
-                outcome = sandbox.run(job, timeout, sample_secret=sample_secret, pairing=pairing)
+                outcome = sandbox.run(job, timeout, sample_secret=sample_secret, pairing=pairing,
+                                      on_phase=getattr(pool, "phase", None))
             finally:
                 if pairing is not None:
                     pairing.close()
@@ -170,6 +172,8 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
                 raise _DeviceFull(others)
         if result["status"] == "correct":
             mark = time.monotonic()
+            if hasattr(pool, "phase"):
+                pool.phase(phases.JUDGING)
             _referee(pool, result, made, truths_fd, outputs_fd, sandbox, timeout)
             result["phases"]["judge_s"] = time.monotonic() - mark
             if result["status"] != "correct":  # timed, but only a correct kernel's time means anything
@@ -382,9 +386,9 @@ def health_check(pool) -> None:
 
 # --- helpers --------------------------------------------------------------------------------
 
-def _run(pool, job: dict, timeout: float):
+def _run(pool, job: dict, timeout: float, on_phase=None):
     sandbox = pool.take()
-    outcome = sandbox.run(job, timeout)
+    outcome = sandbox.run(job, timeout, on_phase=on_phase)
     return outcome, sandbox
 
 

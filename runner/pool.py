@@ -24,9 +24,12 @@ REFEREES = 2
 
 class RunScope:
     """The sandboxes one caller's thread takes from the pool while a scope is open, so another
-    thread can stop that caller's run: `cancel()` kills them, and any sandbox taken later is refused."""
+    thread can stop that caller's run: `cancel()` kills them, and any sandbox taken later is refused.
+    `on_phase(name)` hears where the run stands (sandbox.PHASES): the parent's reading of messages it
+    handles anyway, for a progress line only. It is called on the run's thread and must not block."""
 
-    def __init__(self):
+    def __init__(self, on_phase=None):
+        self.on_phase = on_phase
         self.cancelled = threading.Event()
         self._sandboxes: weakref.WeakSet[Sandbox] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -93,11 +96,21 @@ class Pool:
             scope.add(sandbox)
         return sandbox
 
+    def phase(self, name: str) -> None:
+        """Tell this thread's scope, if it listens, that its run entered phase `name`. A listener's
+        fault never reaches the run: phases inform, they decide nothing."""
+        scope = getattr(self._scopes, "current", None)
+        if scope is not None and scope.on_phase is not None:
+            try:
+                scope.on_phase(name)
+            except Exception:
+                pass
+
     @contextmanager
-    def scope(self):
+    def scope(self, on_phase=None):
         """Yields a RunScope for the validations and evaluations this thread runs inside it; after
         `cancel()` (from any thread) they raise Cancelled instead of returning a verdict."""
-        scope = RunScope()
+        scope = RunScope(on_phase)
         self._scopes.current = scope
         try:
             yield scope

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from . import compile as compiling
-from . import batchclock, exchange, gpumem, gpustate, isolation, limits, procs, sampling, schema, watchdog
+from . import batchclock, exchange, gpumem, gpustate, isolation, limits, phases, procs, sampling, schema, watchdog
 from .devicelock import DeviceLock, timing_cpus
 from .errors import RunnerError
 from .streams import Tail, classify_exit
@@ -258,11 +258,13 @@ class Sandbox:
                     self.environment = {}
                 return self.environment
 
-    def run(self, job: dict, timeout: float, sample_secret: bytes | None = None, pairing=None) -> SandboxOutcome:
+    def run(self, job: dict, timeout: float, sample_secret: bytes | None = None, pairing=None,
+            on_phase=None) -> SandboxOutcome:
         """Send `job`, wait for its verdict within `timeout` seconds (waiting for the device
         does not count), and always end the process. `sample_secret` answers the candidate's
         requests for the seed of an output's sample (sampling.py); `pairing` (pairing.py) joins
-        an evaluation's truths and candidate on the CPU."""
+        an evaluation's truths and candidate on the CPU; `on_phase` hears its phases (phases.py)."""
+        phase = phases.Reporter(job.get("job"), on_phase)
         nonce = secrets.token_hex(16)
         asked = time.monotonic()
         lock = watch = None
@@ -276,6 +278,7 @@ class Sandbox:
             if self.gpu_cap_mb:
                 watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
             self.send({**job, "nonce": nonce})
+            phase("sent")
             calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
             # what the GPU did while each measurement was timed
             # the pool's other sandboxes are not this one: their work on the GPU is a disturbance
@@ -309,6 +312,7 @@ class Sandbox:
                 elif message.get("kind") == "batch" and not self.batches.done:
                     self._batch(message)
                 elif message.get("kind") == "timing":
+                    phase("timing")
                     reply = self.measurements.on_timing(message)
                     if reply is not None:
                         self.send(reply)
@@ -318,6 +322,7 @@ class Sandbox:
                 elif message.get("kind") == "pair" and pairing is not None:
                     deadline, lock = pairing.handle(self, job["job"], message, nonce, deadline, lock)
                 elif message.get("kind") == "device" and lock is None:
+                    phase("device")
                     waited = time.monotonic()
                     if pairing is not None and job["job"] == "evaluate":  # after the truths are made
                         pairing.ready.wait(max(0.0, deadline - waited))
@@ -327,6 +332,7 @@ class Sandbox:
                     if self.device == "cpu":
                         procs.pin(self.pids(), timing_cpus(self.threads))
                     self.send({"go": True})
+                    phase("go")
                 elif message.get("kind") == "verdict":
                     result = message.get("result")
                     return SandboxOutcome(result=result if isinstance(result, dict) else {}, stdout=self.stdout,

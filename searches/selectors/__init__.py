@@ -49,6 +49,8 @@ from .queue import (  # noqa: F401
     queue_position,
     queue_for_kernels,
     queue_wait_text,
+    queue_phase_seconds,
+    job_progress,
     kernel_progress,
 )
 from .searches import (  # noqa: F401

@@ -8,6 +8,7 @@ all, so callers write `services.search_start(...)`.
 
 from .jobs import (  # noqa: F401
     job_fail,
+    job_record_phase,
 )
 from .kernels import (  # noqa: F401
     RERUN_TOLERANCE,

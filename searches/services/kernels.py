@@ -131,13 +131,12 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
                                    "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
+    # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
+    payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
+    events.publish_kernel(kernel, "kernel.updated", payload)
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
-        # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
-        payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
-        events.publish(kernel.search_id, "kernel.updated", payload)
-        if job.purpose == EvaluationJob.Purpose.SEARCH:
             events.publish_search_progress(kernel.search_id)
             kick(kernel.search_id)
     return run
@@ -210,8 +209,8 @@ def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "")
         return
     kernel.status, kernel.reason, kernel.reason_code = Verdict.FAILED, reason, reason_code
     kernel.save(update_fields=["status", "reason", "reason_code"])
+    events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
     if kernel.search_id:
-        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
         kick(kernel.search_id)
 
 
@@ -236,8 +235,7 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             kernel.approved_by = user
             kernel.approved_at = timezone.now()
             kernel.save(update_fields=["approved_by", "approved_at"])
-            if kernel.search_id:
-                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
     return kernel
 
 
@@ -250,5 +248,4 @@ def kernel_mark_evaluating(*, job: EvaluationJob) -> None:
         if kernel.status == Verdict.PENDING:
             kernel.status = Verdict.EVALUATING
             kernel.save(update_fields=["status"])
-            if kernel.search_id:
-                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
