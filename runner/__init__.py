@@ -10,6 +10,6 @@ Plain Python, no Django; importing it loads neither torch nor CUDA (sandboxes do
 """
 
 from .api import Pool, ProblemInvalid, RunnerError, evaluate, validate
-from .version import RUNNER_VERSION, SCHEMA
+from .common.version import RUNNER_VERSION, SCHEMA
 
 __all__ = ["Pool", "ProblemInvalid", "RunnerError", "evaluate", "validate", "RUNNER_VERSION", "SCHEMA"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runner import bench
+from runner.host import bench
 
 
 @pytest.mark.slow
