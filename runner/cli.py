@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "bench":
-            from .host import bench
+            from . import bench
 
             return bench.main(device=args.device, pool_size=args.pool, candidates=args.candidates,
                               as_json=args.json, repeats=max(1, args.repeats), throughput=not args.no_throughput)

@@ -53,7 +53,7 @@ if [ "$run_tests" = 1 ]; then
 fi
 if [ "$run_bench" = 1 ]; then
   "$PY" -m runner bench --device cuda --json ${BENCH_ARGS:-} >"$OUT/bench.json" 2>"$OUT/bench.err" || status=1
-  "$PY" -c "import json, sys; from runner.host.bench import table; print(table(json.load(open(sys.argv[1]))))" \
+  "$PY" -c "import json, sys; from runner.bench import table; print(table(json.load(open(sys.argv[1]))))" \
       "$OUT/bench.json" | tee "$OUT/bench.txt"
   tail -n 30 "$OUT/bench.err"
 fi

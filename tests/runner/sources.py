@@ -1,6 +1,6 @@
 """Problems and honest kernels (KernelBench format) used by the runner's tests."""
 
-from runner.host import bench
+from runner import bench
 
 SOFTMAX_PROBLEM = '''
 import torch
@@ -194,7 +194,7 @@ class ModelNew(nn.Module):
 # --- CUDA (cupy, NVRTC) -------------------------------------------------------------------
 
 def cuda_softmax_problem(rows: int = 256, cols: int = 4096) -> str:
-    """The benchmark's softmax problem (runner.host.bench), at a test-sized shape."""
+    """The benchmark's softmax problem (runner.bench), at a test-sized shape."""
     return bench.SOFTMAX_PROBLEM.replace("ROWS", str(rows)).replace("COLS", str(cols))
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runner.host import bench
+from runner import bench
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from runner.host import bench
+from runner import bench
 
 from . import sources
 

@@ -18,7 +18,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import api
+from . import api
 
 SOFTMAX_PROBLEM = '''
 import torch
