@@ -6,7 +6,7 @@ import logging
 
 from django.db import OperationalError
 
-from runner.host import devicefacts
+from runner import devicefacts
 from searches.models import Worker
 
 log = logging.getLogger(__name__)

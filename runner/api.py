@@ -11,6 +11,7 @@ from .host import evaluation
 from .common.errors import ProblemInvalid, RunnerError
 from .host.evaluation import DEVICES, health_check
 from .host.pool import Pool
+from .verdict import Verdict
 
 __all__ = ["Pool", "ProblemInvalid", "RunnerError", "evaluate", "validate", "health_check", "DEVICES"]
 
@@ -29,7 +30,7 @@ def validate(problem_source: str, *, device: str = "cpu", timeout: float = 300.0
 def evaluate(problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
              allow_library: bool = False, rule: str | None = None, more_baselines=(),
-             _pool: Pool | None = None) -> dict:
+             _pool: Pool | None = None) -> Verdict:
     """`rule`: "kernellab" (default), "kernelbench" (v0.1) or "kernelbench-main" (runner/common/rules.py);
     `more_baselines` as validate's, each speedup in the verdict's `speedup_vs_more`."""
     evaluation.check_device(device)

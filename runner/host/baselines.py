@@ -14,15 +14,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import schema
+from ..common.baselinekinds import MORE_BASELINES
 from ..common.version import RUNNER_VERSION
+from . import schema
 
 ENV_KEYS = ("device_name", "torch", "cuda", "driver", "python", "threads")
 # Baselines a caller may ask for beside eager and torch.compile's default (built by morebaselines.py):
 # torch.compile's other modes and the eager model as CUDA graphs; those that need CUDA are skipped
 # elsewhere, with the reason.
-EXTRA = schema.MORE_BASELINES
-CUDA_ONLY = ("reduce-overhead", "cudagraph")
+EXTRA = MORE_BASELINES
 
 
 def extra(asked) -> tuple[str, ...]:

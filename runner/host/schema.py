@@ -15,6 +15,7 @@ import math
 import re
 
 from ..common import findings, timing
+from ..common.baselinekinds import MORE_BASELINES
 
 STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed", "oom")
 MAX_TEXT = 20_000
@@ -388,8 +389,6 @@ def validation(raw) -> dict:
     return clean
 
 
-# baselines.EXTRA: the baselines a caller may ask for beside eager and torch.compile's default
-MORE_BASELINES = ("reduce-overhead", "max-autotune", "cudagraph")
 
 
 def _more_baselines(raw) -> dict:

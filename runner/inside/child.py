@@ -12,8 +12,8 @@ import json
 import os
 import shutil
 import sys
-import threading
-import time
+
+from ..common.lifeline import die_with_parent
 
 
 class Channel:
@@ -40,20 +40,6 @@ class Channel:
         """Ask the parent for the device (nothing else runs on it while we time) and wait."""
         self.send("device")
         self.receive()
-
-
-def die_with_parent(poll_seconds: float = 0.5) -> None:
-    """Leave when the process that started this one dies (kill -9 of the worker included). Under
-    bubblewrap the PID namespace goes with bwrap anyway; a plain process would otherwise run on.
-    A polling thread rather than PR_SET_PDEATHSIG, which fires when the starting *thread* exits."""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(poll_seconds)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
 
 
 def main() -> None:

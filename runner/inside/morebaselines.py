@@ -2,8 +2,8 @@
 problem's validation sandbox (validation.py times them as it times eager): torch.compile's
 reduce-overhead and max-autotune modes, and the eager model replayed as CUDA graphs.
 
-The names and which need CUDA are baselines.EXTRA and baselines.CUDA_ONLY (plain Python, read by
-the parent); here each is built, or skipped with the reason.
+The names and which need CUDA are common/baselinekinds.py's (plain Python, read by the parent too);
+here each is built, or skipped with the reason.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from ..common import compile as compiling
-from ..host.baselines import CUDA_ONLY, EXTRA
+from ..common.baselinekinds import CUDA_ONLY
+from ..common.baselinekinds import MORE_BASELINES as EXTRA
 
 
 def build(kind: str, model, inputs: list, sets: list, device: str):

@@ -21,7 +21,7 @@ MESSAGE = 1 << 20
 
 
 def main() -> None:
-    from ..inside.child import die_with_parent
+    from ..common.lifeline import die_with_parent
 
     die_with_parent()
     sock = socket.socket(fileno=int(sys.argv[1]))

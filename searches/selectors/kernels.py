@@ -2,7 +2,7 @@
 
 import ast
 
-from runner.common import ceilings
+from runner import ceilings
 
 from searches.models import BenchmarkRun, Device, EvaluationJob, Kernel, Problem, Verdict
 

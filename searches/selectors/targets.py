@@ -2,7 +2,7 @@
 
 from django.db.models import F
 
-from runner.common import ceilings
+from runner import ceilings
 from searches.models import Worker
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
-from runner.host.evaluation import NOISY_QUARANTINE
+from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from evaluation.selectors import WORKER_SEEN_WITHIN
-from runner.host.limits import Limits
+from runner import Limits
 from searches.models import Device, Worker
 from searches.problem_memory import input_bytes
 

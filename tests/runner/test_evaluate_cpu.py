@@ -4,7 +4,7 @@ import pytest
 
 import runner
 from runner.host import isolation
-from runner.common.errors import RunnerError
+from runner import RunnerError
 
 from . import sources
 

@@ -6,7 +6,7 @@ import resource
 import pytest
 
 from runner.host import filetable, limits
-from runner.common.errors import RunnerError
+from runner import RunnerError
 
 
 @pytest.fixture

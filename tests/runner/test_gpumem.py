@@ -7,7 +7,7 @@ import pytest
 
 import runner
 from runner.host import evaluation, gpumem
-from runner.common.errors import DeviceBusy
+from runner import DeviceBusy
 
 from . import sources
 

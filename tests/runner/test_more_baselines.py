@@ -5,7 +5,7 @@ and are skipped here with the reason (their GPU test is marked `gpu`)."""
 import pytest
 
 from runner.host import baselines
-from runner.common.errors import RunnerError
+from runner import RunnerError
 
 from . import sources
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import runner
-from runner.common.errors import Cancelled
+from runner import Cancelled
 
 from . import sources
 

@@ -4,7 +4,7 @@ the trusted judge: the same kernels judged under KernelLab's rule and KernelBenc
 import pytest
 
 from runner.common import rules
-from runner.common.errors import RunnerError
+from runner import RunnerError
 
 from . import sources
 

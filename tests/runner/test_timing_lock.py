@@ -13,7 +13,7 @@ import runner
 from runner.common import procs
 from runner.host import baselines, evaluation
 from runner.host.devicelock import timing_cpus
-from runner.common.errors import DeviceBusy
+from runner import DeviceBusy
 
 # Each forward sleeps, so one validation's timing lasts most of a second: long enough that
 # two validations started together would overlap without the lock.

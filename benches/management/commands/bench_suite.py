@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from runner.host import devicefacts
+from runner import devicefacts
 from benches import suite_bench
 from searches import services
 from benches.harness import bench_worker, rerun_on_database
