@@ -1,10 +1,9 @@
-"""The verdict `runner.evaluate` and `Pool.evaluate` return: a plain dict of these keys, every key always
-present (None where it does not apply). `schema` is its version (runner/common/version.py's SCHEMA);
-docs/KERNEL_FORMAT.md and runner/host/schema.py say what each nested part holds."""
+"""The verdict `runner.evaluate` and `Pool.evaluate` return: a plain dict of these keys, each present
+(None where it does not apply) but `exchange`, there only once a candidate's sandbox has run. `schema`
+is its version (runner/common/version.py's SCHEMA); docs/KERNEL_FORMAT.md and runner/host/schema.py say
+what each nested part holds."""
 
-from __future__ import annotations
-
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class Verdict(TypedDict):
@@ -37,3 +36,4 @@ class Verdict(TypedDict):
     rule: dict | None  # runner/common/rules.py describe()
     kernelbench: dict | None
     speedup_vs_more: dict | None
+    exchange: NotRequired[None]  # emptied once the trusted judge has read the outputs
