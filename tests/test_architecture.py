@@ -260,3 +260,17 @@ def test_the_app_imports_only_the_runners_public_modules():
     assert broken == []
     for relative, internals in RUNNER_INTERNALS_ALLOWED.items():
         assert internals <= set(known), f"{relative}: {internals - set(known)} is gone, drop it from the allowance"
+
+
+def test_every_runner_module_is_named_in_its_zones_row_of_the_architecture_doc():
+    section = DOC.read_text().split("## The runner's zones", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("zone", "---"):
+            rows[cells[0].strip("`").rstrip("/")] = set(re.findall(r"`(\w+\.py)`", cells[2]))
+    assert set(rows) == {"top", *(zone for zone in RUNNER_ZONES if zone)}
+    for zone, named in rows.items():
+        folder = ROOT / "runner" / ("" if zone == "top" else zone)
+        found = {path.name for path in folder.glob("*.py") if zone == "top" or path.name != "__init__.py"}
+        assert found == named, f"runner/{zone}: in the folder, not the doc {found - named}; gone {named - found}"
