@@ -234,11 +234,13 @@ class EvaluationWorker:
     def _run_failed(self, job: EvaluationJob, exc: Exception) -> None:
         """The runner itself broke (not a verdict): the job is retried elsewhere, or failed now
         when no kernel can be judged."""
-        if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+        import runner
+
+        if isinstance(exc, runner.ProblemInvalid):  # no kernel can be judged: say so now
             reason = f"the problem failed validation: {exc}"
             _with_retries(lambda: _fail_now(job, self.name, reason))
             return
-        if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
+        if isinstance(exc, runner.DeviceBusy):  # the worker's device, not the job: run it again later
             log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
             error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
         else:
@@ -328,7 +330,7 @@ class EvaluationWorker:
 
 
 class PhaseClock:
-    """A job's phases as its run reports them (runner/phases.py), timed on this process's clock.
+    """A job's phases as its run reports them (runner/host/phases.py), timed on this process's clock.
     `enter` is called on the run's thread and hands the write to `writer` (one thread, so in order);
     `close` writes the last phase's seconds at once, inside the verdict's transaction."""
 

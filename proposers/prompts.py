@@ -259,7 +259,7 @@ def kernel_block(name: str, kernel: KernelContext | None) -> str:
 
 
 def profile_text(profile: dict) -> str:
-    """The verdict's profile (runner/roofline.py) as the model reads it: the bottleneck and why,
+    """The verdict's profile (runner/common/roofline.py) as the model reads it: the bottleneck and why,
     the achieved rates, each launched kernel's resources, and what the counters say."""
     lines = [f"bottleneck: {profile.get('bottleneck') or 'unknown'} ({profile.get('why') or ''})"]
     rates = [f"{profile['bandwidth_gbs']:.4g} GB/s" + _share(profile.get("bandwidth_fraction"), "bandwidth")

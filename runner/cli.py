@@ -10,7 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import api, rules
+from . import api
+from .common import rules
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
                           help="allow forward to compute with PyTorch/library calls")
     evaluate.add_argument("--rule", choices=rules.RULES + tuple(rules.ALIASES), default=rules.KERNELLAB,
                           help="the correctness rule: KernelLab's (default), KernelBench's v0.1 (atol = rtol = 1e-2) "
-                               "or its main branch's (1e-4 for fp32); runner/rules.py")
+                               "or its main branch's (1e-4 for fp32); runner/common/rules.py")
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _probe(device: str, load_inline: bool) -> int:
-    from .sandbox import Sandbox
+    from .host.sandbox import Sandbox
 
     sandbox = Sandbox(device)
     environment = sandbox.wait_ready()

@@ -20,7 +20,7 @@ from searches.models import Verdict
 
 MODE = "KernelBench"
 ATOL = RTOL = 1e-2
-LIBRARY_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/findings.py
+LIBRARY_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/common/findings.py
 OVER = 10.0  # KernelBench counts speedups past 10x like any other; they are flagged beside the number
 
 

@@ -38,7 +38,7 @@ class Run(models.Model):
     shape = models.JSONField(default=dict, blank=True)  # rounds/parents/ideas/kernels, budgets
     language = models.CharField(max_length=16, blank=True)
     allow_library = models.BooleanField(default=False)
-    # The correctness rule its kernels are judged by (runner/rules.py): KernelLab's, or KernelBench's,
+    # The correctness rule its kernels are judged by (runner/common/rules.py): KernelLab's, or KernelBench's,
     # whose verdicts runs/kernelbench_mode.py reads as they are; KernelLab's scores then have no kernel.
     rule = models.CharField(max_length=24, choices=Rule.choices, default=Rule.KERNELLAB)
     # Baselines its kernels are timed against beside eager and torch.compile's default (any of

@@ -104,7 +104,7 @@ def profile_shown(kernel: Kernel, result: dict) -> str:
 
 def runner_notes(result: dict) -> tuple[str, ...]:
     """What the runner said beside its verdict: the static advisories the run decided, and a fallback
-    to PyTorch that ran (runner/findings.py)."""
+    to PyTorch that ran (runner/common/findings.py)."""
     notes = [str(a.get("reason") or "") for a in result.get("advisories") or [] if isinstance(a, dict)]
     if result.get("fallback"):
         notes.append(f"it {result['fallback']}")
@@ -113,7 +113,7 @@ def runner_notes(result: dict) -> tuple[str, ...]:
 
 def paired_eager_ms(result: dict) -> float | None:
     """On the CPU a speedup over eager is measured against eager blocks timed between the kernel's
-    (runner/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
+    (runner/host/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
     paired = result.get("paired") or {}
     return paired.get("eager_ms") if not paired.get("dropped") else None
 

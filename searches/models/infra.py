@@ -69,7 +69,7 @@ class BenchmarkRun(models.Model):
     reason = models.TextField(blank=True)
     quarantined = models.BooleanField(default=False)
     quarantine_reason = models.TextField(blank=True)
-    noisy_reason = models.TextField(blank=True)  # what disturbed the device while it was timed (runner/gpustate.py)
+    noisy_reason = models.TextField(blank=True)  # what disturbed the device while it was timed (runner/host/gpustate.py)
     seed = models.BigIntegerField(null=True, blank=True)
     precision = models.CharField(max_length=32, blank=True)
     compile_seconds = models.FloatField(null=True, blank=True)

@@ -62,7 +62,7 @@ class Problem(models.Model):
 
     @property
     def degenerate(self) -> str:
-        """Why a trivial output passes this problem's judging (runner/degenerate.py), or ""."""
+        """Why a trivial output passes this problem's judging (runner/inside/degenerate.py), or ""."""
         if self.validation_status != self.Validation.OK:
             return ""
         return (self.validation or {}).get("degenerate") or ""

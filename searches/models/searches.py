@@ -46,7 +46,7 @@ class Search(models.Model):
     kernels_per_idea = models.PositiveSmallIntegerField(default=2)
     bank_size = models.PositiveSmallIntegerField(default=2)
     repair_attempts = models.PositiveSmallIntegerField(default=1)
-    # How many of a round's fastest correct kernels carry their profile (runner/roofline.py) into
+    # How many of a round's fastest correct kernels carry their profile (runner/common/roofline.py) into
     # the next ideas calls; 0: none.
     profiled_kernels = models.PositiveSmallIntegerField(default=2)
     allow_library = models.BooleanField(default=False)

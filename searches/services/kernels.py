@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
-from runner.evaluation import NOISY_QUARANTINE
+from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
@@ -57,7 +57,7 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
     # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
     library = search.allow_library if search is not None else allow_library
     options = {"allow_library": library} if library or search is not None else {}
-    if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/rules.py)
+    if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/common/rules.py)
         options["rule"] = rule
     if baselines and search is None:  # a run's baselines beside eager and torch.compile's default
         options["baselines"] = list(baselines)

@@ -404,8 +404,8 @@ def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool
     queued for the evaluators in the bulk class, as many as the person's cap has room for (the
     rest refused, saying so). A suite whose problems carry no level (one flat folder) matches on
     the number alone. `allow_library` judges them with library calls allowed, as KernelBench does;
-    `rule` by another correctness rule than KernelLab's (runner/rules.py); `baselines` timed beside
-    eager and torch.compile's default (runner/baselines.py)."""
+    `rule` by another correctness rule than KernelLab's (runner/common/rules.py); `baselines` timed beside
+    eager and torch.compile's default (runner/host/baselines.py)."""
     members = list(suite.members.select_related("problem"))
     by_position = {(m.level, m.number): m for m in members if m.number is not None}
     by_number = {}

@@ -4,8 +4,8 @@ and are skipped here with the reason (their GPU test is marked `gpu`)."""
 
 import pytest
 
-from runner import baselines
-from runner.errors import RunnerError
+from runner.host import baselines
+from runner import RunnerError
 
 from . import sources
 

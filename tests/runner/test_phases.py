@@ -4,7 +4,7 @@ scope's listener, once per phase and in order; a listener's fault never reaches 
 import pytest
 
 import runner
-from runner.phases import Reporter
+from runner.host.phases import Reporter
 
 from . import sources
 

@@ -1,10 +1,10 @@
-"""KernelBench's correctness rule in the runner (runner/rules.py), on the CPU with real sandboxes and
+"""KernelBench's correctness rule in the runner (runner/common/rules.py), on the CPU with real sandboxes and
 the trusted judge: the same kernels judged under KernelLab's rule and KernelBench's."""
 
 import pytest
 
-from runner import rules
-from runner.errors import RunnerError
+from runner.common import rules
+from runner import RunnerError
 
 from . import sources
 
