@@ -148,7 +148,9 @@ class AnthropicProposer(Proposer):
             total = reply.exchange if total is None else _merge(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
-                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input)), total
+                lesson = lesson_of(reply.tool_input) if step == "repair" else ""
+                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input),
+                                      lesson=lesson), total
             if reply.exchange.no_tool_replies:
                 why = f"it called no tool ({why})"
             log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
@@ -327,6 +329,12 @@ def analysis_of(data) -> dict:
     if expected is not None:
         analysis["expected_speedup"] = expected
     return analysis
+
+
+def lesson_of(data) -> str:
+    """A repair's `lesson`, on one line and cut to prompts.LESSON_CHARS ("" when absent or not text)."""
+    given = data.get("lesson") if isinstance(data, dict) else None
+    return " ".join(given.split())[:prompts.LESSON_CHARS] if isinstance(given, str) else ""
 
 
 def _merge(first: Exchange, second: Exchange) -> Exchange:

@@ -70,6 +70,17 @@ class ProblemContext:
     prior_scope: str = ""  # what "similar" meant: "softmax, medium inputs, NVIDIA H200, CUDA through NVRTC"
     menu: list = field(default_factory=list)  # (title, technique, description) of the playbook's recipes offered
     prior_calibration: object = None  # memory.bank.Calibration of the ideas model on similar problems, if measured
+    lessons: list = field(default_factory=list)  # LessonShown: pitfalls the team approved on similar problems
+
+
+@dataclass
+class LessonShown:
+    """A lesson a person approved, as a prompt carries it: its key's fields, then its words (untrusted)."""
+
+    text: str
+    verdict: str  # the failure it came from, e.g. "incorrect"
+    reason_code: str = ""
+    technique: str = ""
 
 
 @dataclass
@@ -131,6 +142,7 @@ class KernelProposal:
     name: str = ""
     note: str = ""
     analysis: dict = field(default_factory=dict)  # the model's own: {bottleneck, plan, expected_speedup}, any missing
+    lesson: str = ""  # a repair's one-line lesson for the team ("" when it gave none): proposed, not trusted
 
 
 class Proposer:

@@ -180,6 +180,8 @@ class SearchKnobs(forms.Form):
 class SearchStartForm(SearchKnobs):
     name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
     device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
+    private = forms.BooleanField(required=False, label="Keep its lessons to me",
+                                 help_text="Its lessons reach only your own searches and pages, not the team's.")
     field_order = ["name", "proposer", "model", "effort", "device", "language"]
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, ideas, kernels, leaderboards, problems, searches, share, suites
+from .views import compare, home, ideas, kernels, leaderboards, lessons, problems, searches, share, suites
 from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
@@ -72,4 +72,11 @@ urlpatterns += [
     path("s/<str:token>/scores.json", share.shared_suite_export, {"fmt": "json"}, name="shared_suite_json"),
     path("s/<str:token>/scores.csv", share.shared_suite_export, {"fmt": "csv"}, name="shared_suite_csv"),
     path("docs/<slug:name>/", doc_page, name="doc"),
+]
+
+# === the team's memory ==================================================================
+
+urlpatterns += [
+    path("lessons/", lessons.lesson_list, name="lesson_list"),
+    path("lessons/<uuid:code>/decide/", lessons.lesson_decide, name="lesson_decide"),
 ]

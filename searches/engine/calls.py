@@ -242,6 +242,7 @@ def repair_call(search: Search, broken: Kernel, turn: int, root: Kernel) -> Call
                 return
             records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round,
                                 idea=broken.idea, parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}")
+            records.propose_lesson(search, broken, proposal.lesson)
 
     return Call(("repair", broken.id), lambda proposer: proposer.repair(problem, shown, failure), save)
 

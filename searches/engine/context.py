@@ -8,12 +8,14 @@ from dataclasses import replace
 from django.conf import settings
 
 from memory import bank as idea_bank
+from memory import services as memory
 from proposers import pack, playbook, prompts
-from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
+from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
 from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
 from searches.selectors.ideas import key_scope, search_priors
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
+from searches.selectors.lessons import lessons_for_search
 from searches.selectors.targets import target_facts
 
 from . import gate
@@ -49,6 +51,7 @@ def problem_context(search: Search) -> ProblemContext:
         outputs=list((problem.validation or {}).get("outputs") or []), allow_library=search.allow_library,
         description=problem.description, language=search.language, target=target_facts(device=search.device),
         eager_ms=baseline.get("eager_ms"), compile_ms=baseline.get("compile_ms"), bank=bank(search),
+        lessons=lessons_shown(search),
     )
 
 
@@ -82,11 +85,22 @@ def ideas_kept(search: Search, proposals: list, problem: ProblemContext) -> list
     return [proposals[i] for i in order][: search.ideas_per_parent]
 
 
+def lessons_shown(search: Search) -> list[LessonShown]:
+    """The approved lessons of similar problems this call's prompt carries, each counted as shown once
+    more (a context is built for one call about to be sent). The playbook reads no prompt: none."""
+    if search.proposer != Search.Proposer.ANTHROPIC:
+        return []
+    lessons = lessons_for_search(search)
+    memory.lessons_mark_shown(lesson_ids=[lesson.id for lesson in lessons])
+    return [LessonShown(text=lesson.shown_text, verdict=lesson.verdict, reason_code=lesson.reason_code,
+                        technique=lesson.technique) for lesson in lessons]
+
+
 def bank(search: Search) -> list[KernelContext]:
     """The search's fastest correct kernels of the rounds before this one: fixed for a round, so
     the calls of a round share the cached prompt prefix."""
-    kernels = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+    kernels = (Kernel.objects.filter(search=search, round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+               .ranked()
                .select_related("idea", "parent").order_by("median_ms", "id")[:pack.BANK_KERNELS])
     return [kernel_context(k) for k in kernels]
 
@@ -118,15 +132,14 @@ def profile_shown(kernel: Kernel, result: dict) -> str:
     profile = result.get("profile")
     if not profile or kernel.search is None or not kernel_is_ranked(kernel):
         return ""
-    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, status=Verdict.CORRECT, quarantined=False,
-                                 median_ms__isnull=False, duplicate_of__isnull=True)
+    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, duplicate_of__isnull=True).ranked()
            .order_by("median_ms", "id").values_list("id", flat=True)[:kernel.search.profiled_kernels])
     return prompts.profile_text(profile) if kernel.id in set(top) else ""
 
 
 def runner_notes(result: dict) -> tuple[str, ...]:
     """What the runner said beside its verdict: the static advisories the run decided, and a fallback
-    to PyTorch that ran (runner/findings.py)."""
+    to PyTorch that ran (runner/common/findings.py)."""
     notes = [str(a.get("reason") or "") for a in result.get("advisories") or [] if isinstance(a, dict)]
     if result.get("fallback"):
         notes.append(f"it {result['fallback']}")
@@ -135,7 +148,7 @@ def runner_notes(result: dict) -> tuple[str, ...]:
 
 def paired_eager_ms(result: dict) -> float | None:
     """On the CPU a speedup over eager is measured against eager blocks timed between the kernel's
-    (runner/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
+    (runner/host/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
     paired = result.get("paired") or {}
     return paired.get("eager_ms") if not paired.get("dropped") else None
 

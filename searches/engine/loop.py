@@ -278,9 +278,7 @@ def ending_reason(search: Search, finished: int) -> str:
 def _stale_for(search: Search, finished: int) -> int:
     """How many rounds up to `finished` in a row beat nothing of the rounds before them."""
     best = {}
-    for round_number, median in Kernel.objects.filter(
-            search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
-    ).values_list("round", "median_ms"):
+    for round_number, median in Kernel.objects.filter(search=search).ranked().values_list("round", "median_ms"):
         best[round_number] = min(median, best.get(round_number, median))
     stale = 0
     for round_number in range(finished, 0, -1):
@@ -305,8 +303,7 @@ def choose_parents(search: Search) -> list[int]:
     reached the search's speed-of-light stop (its branch is done)."""
     done = at_speed_of_light(search)
     correct = [kid for kid in
-               Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     duplicate_of__isnull=True)  # a duplicate's twin stands for it
+               Kernel.objects.filter(search=search, duplicate_of__isnull=True).ranked()  # a duplicate's twin stands for it
                .order_by("median_ms", "id").values_list("id", flat=True) if kid not in done]
     top = correct[: search.parents_per_round]
     used = {pid for plan in (search.round_parents or {}).values() for pid in plan.get("parents", [])}
@@ -319,8 +316,7 @@ def at_speed_of_light(search: Search) -> set[int]:
     or the GPU's ceilings or the problem's work are unknown)."""
     if not search.sol_stop_percent:
         return set()
-    rows = Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
-                                 ).values("id", "status", "device_name", "precision", "median_ms")
+    rows = Kernel.objects.filter(search=search).ranked().values("id", "status", "device_name", "precision", "median_ms")
     done = set()
     for row in rows:
         sol = speed_of_light(search.problem, row)

@@ -10,9 +10,11 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
+from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
 from searches.models import Kernel, ProposerCall, Search, Verdict
+from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 
 from . import dedup
@@ -30,6 +32,14 @@ def lock_search(search_id: int) -> Search:
 def save_plan(search: Search, round_number: int, plan: dict) -> None:
     search.round_parents = {**(search.round_parents or {}), str(round_number): plan}
     search.save(update_fields=["round_parents"])
+
+
+def propose_lesson(search: Search, broken: Kernel, text: str) -> None:
+    """A repair's one-line lesson, proposed to the team under the broken kernel's key: a person decides
+    on the Lessons page whether it ever reaches a prompt."""
+    if text.strip():
+        memory.lesson_propose(text=text, key=search_key(search, kernel=broken), search_id=search.id,
+                              kernel_id=broken.id, verdict=broken.status, reason_code=broken.reason_code)
 
 
 def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round, name, idea=None, parent=None,

@@ -46,10 +46,13 @@ class Search(models.Model):
     kernels_per_idea = models.PositiveSmallIntegerField(default=2)
     bank_size = models.PositiveSmallIntegerField(default=2)
     repair_attempts = models.PositiveSmallIntegerField(default=1)
-    # How many of a round's fastest correct kernels carry their profile (runner/roofline.py) into
+    # How many of a round's fastest correct kernels carry their profile (runner/common/roofline.py) into
     # the next ideas calls; 0: none.
     profiled_kernels = models.PositiveSmallIntegerField(default=2)
     allow_library = models.BooleanField(default=False)
+    # Kept to its owner (and administrators) in the team's memory: its lessons, idea outcomes and kernels
+    # reach no one else's prompts, seeds or memory pages (its own page stays the team's to read).
+    private = models.BooleanField(default=False)
     # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).
@@ -62,8 +65,6 @@ class Search(models.Model):
     prior_weight = models.PositiveSmallIntegerField(default=50)
     seed_from_team = models.BooleanField(default=False)
     stop_points_per_dollar = models.FloatField(default=0.0)
-    # Its results stay out of other people's priors, seeds and Ideas page (its own page stays the team's to read).
-    private = models.BooleanField(default=False)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)

@@ -11,7 +11,6 @@ from .health import (  # noqa: F401
 from .ideas import (  # noqa: F401
     bank_table,
     bank_cell_kernels,
-    searches_visible_to,
 )
 from .kernels import (  # noqa: F401
     speed_of_light,
@@ -26,11 +25,22 @@ from .kernels import (  # noqa: F401
     kernel_template,
     provenance,
 )
+from .memory_scope import (  # noqa: F401
+    searches_visible_to,
+    search_key,
+    visible_search_ids,
+)
 from .leaderboards import (  # noqa: F401
     leaderboard_devices,
     leaderboard,
     leaderboard_rows,
     leaderboard_problems,
+)
+from .lessons import (  # noqa: F401
+    lessons_for_search,
+    lesson_effect,
+    lessons_page,
+    lesson_for_user,
 )
 from .problems import (  # noqa: F401
     problem_list,
@@ -46,6 +56,8 @@ from .queue import (  # noqa: F401
     queue_position,
     queue_for_kernels,
     queue_wait_text,
+    queue_phase_seconds,
+    job_progress,
     kernel_progress,
 )
 from .searches import (  # noqa: F401

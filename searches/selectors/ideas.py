@@ -10,39 +10,16 @@ from django.db.models import Count, Q
 
 from memory import bank
 from memory.keys import TECHNIQUES, IdeaKey, shape_class
-from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
+from proposers.prompts import LANGUAGES
 from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
 
-from .targets import target_facts
+from .memory_scope import device_model, language_of, search_key, searches_visible_to
 
 UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
           Verdict.CRASHED, Verdict.OOM, Verdict.NO_CODE)
 COUNTED = (Idea.Origin.LLM, Idea.Origin.PLAYBOOK)  # a person's idea has no technique tag and no prediction
 REASON_CHARS = 100
-
-
-def searches_visible_to(user):
-    """The searches `user` may see: everyone's but another person's private ones (administrators see all).
-    No user (the headless command's searches) sees what everyone sees."""
-    if user is not None and user.is_staff:
-        return Search.objects.all()
-    return Search.objects.filter(Q(private=False) | Q(created_by=user) if user is not None else Q(private=False))
-
-
-def search_language(search: Search) -> str:
-    return search.language if search.language in LANGUAGES else DEFAULT_LANGUAGE.get(search.device, "c")
-
-
-def search_key(search: Search) -> IdeaKey:
-    """The search's key without a technique: its problem's family and size class, the GPU model that judged
-    its kernels (the worker's, before any was judged), its language."""
-    problem = search.problem
-    judged = (Kernel.objects.filter(search=search).exclude(device_name="").order_by("-id")
-              .values_list("device_name", flat=True).first())
-    device_model = judged or target_facts(device=search.device).get("name") or search.device
-    return IdeaKey(problem.family or "unknown", shape_class(problem.min_bytes), device_model,
-                   search_language(search), "")
 
 
 def key_scope(key: IdeaKey) -> str:
@@ -55,7 +32,7 @@ def search_priors(search: Search) -> tuple[IdeaKey, list[bank.Stats], bank.Calib
     ideas included (the ratings move as the search learns, not only between searches); and how the search's
     ideas model's predictions held there."""
     key = search_key(search)
-    visible = searches_visible_to(search.created_by) | Search.objects.filter(pk=search.pk)
+    visible = searches_visible_to(search.created_by, also=search)
     similar = [o for o in idea_outcomes(searches=visible, family=key.family) if key.similar(o.key)]
     # A vendor library is no technique to suggest where the search forbids library calls.
     untried = tuple(t for t in TECHNIQUES if search.allow_library or t != "library")
@@ -68,7 +45,7 @@ def team_seeds(search: Search, count: int) -> list[Kernel]:
     key = search_key(search)
     similar = [s.id for s in searches_visible_to(search.created_by).exclude(pk=search.pk)
                .filter(problem__family=key.family, device=search.device).select_related("problem")
-               if shape_class(s.problem.min_bytes) == key.shape_class and search_language(s) == key.language]
+               if shape_class(s.problem.min_bytes) == key.shape_class and language_of(s) == key.language]
     reran = BenchmarkRun.objects.filter(purpose=EvaluationJob.Purpose.RERUN).values("kernel_id")
     kernels = (Kernel.objects.filter(search_id__in=similar, status=Verdict.CORRECT, quarantined=False,
                                      speedup_vs_eager__isnull=False, duplicate_of__isnull=True)
@@ -135,8 +112,8 @@ def _outcome(idea: Idea, rows: list[dict], reran: set, shared: dict) -> bank.Out
     gains = [parent.median_ms / k["median_ms"] for k in trusted if parent is not None and parent.median_ms]
     device = next((k["device_name"] for k in rows if k["device_name"]), "") or (parent.device_name if parent else "")
     problem = idea.search.problem
-    key = IdeaKey(problem.family or "unknown", shape_class(problem.min_bytes), device or idea.search.device,
-                  search_language(idea.search), idea.technique or "other")
+    key = IdeaKey(problem.family or "unknown", shape_class(problem.min_bytes), device_model(idea.search, device),
+                  language_of(idea.search), idea.technique or "other")
     cost = sum(k["call__cost_usd"] or 0.0 for k in rows)
     if idea.call_id:
         cost += idea.call.cost_usd / shared.get(idea.call_id, 1)

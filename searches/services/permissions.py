@@ -5,7 +5,7 @@ pair of eyes: an administrator, or anyone but the person whose search or kernel 
 is edited only by the person who created it (its first version) and administrators: an edit
 changes what every later search on it measures.
 A private search's results reach only its owner's (and administrators') priors, seeds and Ideas page
-(searches/selectors/ideas.py: searches_visible_to). user=None is the system itself (the headless command, the
+(searches/selectors/memory_scope.py: visible_search_ids). user=None is the system itself (the headless command, the
 engine)."""
 
 from django.core.exceptions import PermissionDenied

@@ -236,8 +236,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     knobs.update(overrides)
     if from_idea is None and from_kernel is None:
         # The source's best kernels, as many as the fork builds on per round.
-        starts = list(Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
-                                            median_ms__isnull=False).exclude(source="")
+        starts = list(Kernel.objects.filter(search=search).ranked().exclude(source="")
                       .order_by("median_ms", "id")[:max(1, int(knobs.get("parents_per_round") or 1))])
         if not starts:
             raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",
@@ -253,6 +252,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     require_search_room(user)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
+        private=search.private,  # a fork of a private search keeps its lessons out of the team's prompts too
         # Named for its source unless a name was given (the knobs carry the source's own name).
         **{**knobs, "name": (overrides.get("name") or f"{str(search)[:193]} (fork)")[:200]},
     )

@@ -192,8 +192,7 @@ class Progress:
         if search.max_candidates:
             planned = min(planned, search.max_candidates)
         done = search.candidates_evaluated
-        best = Kernel.objects.filter(search=search, status="correct", quarantined=False,
-                                     median_ms__isnull=False).order_by("median_ms").first()
+        best = Kernel.objects.filter(search=search).ranked().order_by("median_ms").first()
         width = 30
         filled = min(width, int(width * done / max(planned, 1)))
         line = (f"round {search.current_round}/{search.rounds} [{'#' * filled}{'.' * (width - filled)}] "
