@@ -252,7 +252,6 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     require_search_room(user)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
-        private=search.private,  # a fork of a private search keeps its lessons out of the team's prompts too
         # Named for its source unless a name was given (the knobs carry the source's own name).
         **{**knobs, "name": (overrides.get("name") or f"{str(search)[:193]} (fork)")[:200]},
     )

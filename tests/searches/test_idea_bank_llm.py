@@ -94,7 +94,7 @@ def test_a_successful_idea_reaches_a_similar_problem_with_its_numbers_and_not_an
     run_search(validated("Softmax, wider rows", "softmax"))
     [request] = ideas_requests(fake, seen)
     assert "What worked and what failed on similar problems on this GPU" in request
-    assert "softmax, small inputs, test-cpu, C through the system compiler" in request
+    assert "softmax, small inputs, cpu, C through the system compiler" in request
     assert ("- warp-reductions (rated 0.67): 1 idea(s), 1 faster than their parent (100%), median gain 2.00x, "
             "best 2.00x" in request)
     assert "- not tried on similar problems yet: tiling (rated 0.50), vectorised-loads (rated 0.50)," in request

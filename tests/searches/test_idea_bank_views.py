@@ -25,9 +25,9 @@ def paid(search, cost, model="claude-opus-4-6", purpose="kernel"):
 def history(client):
     alice, bob = d.user("alice"), d.user("bob")
     client.force_login(alice)
-    soft = d.problem(name="Softmax", family="softmax", min_bytes=1e3)
-    mat = d.problem(name="Matmul", family="matmul", min_bytes=1e3)
-    s1 = d.search(problem=soft, created_by=alice)
+    soft = d.problem(name="Softmax", family="softmax", min_bytes=1e3, device="cuda")
+    mat = d.problem(name="Matmul", family="matmul", min_bytes=1e3, device="cuda")
+    s1 = d.search(problem=soft, created_by=alice, device="cuda")
     seed = d.kernel(problem=soft, search=s1, round=0, origin="seed", median_ms=1.0)
     ideas_call = paid(s1, 0.30, purpose="ideas")
     a, b, c = (d.idea(search=s1, parent_kernel=seed, title=t) for t in ("Tiles", "Shuffles", "Tiles again"))
@@ -43,13 +43,13 @@ def history(client):
     verified = d.kernel(problem=soft, search=s1, idea=c, parent=seed, median_ms=0.9, verified=True)
     BenchmarkRun.objects.create(kernel=verified, purpose="rerun", status="correct", median_ms=0.9)
     # Another GPU, another model.
-    s2 = d.search(problem=soft, created_by=bob)
+    s2 = d.search(problem=soft, created_by=bob, device="cuda")
     seed2 = d.kernel(problem=soft, search=s2, round=0, origin="seed", median_ms=2.0, device_name="NVIDIA H100")
     e = d.idea(search=s2, parent_kernel=seed2, title="Fuse")
     tag(e, "fusion", call=paid(s2, 0.2, model="claude-sonnet-4-6", purpose="ideas"), expected=1.2)
     d.kernel(problem=soft, search=s2, idea=e, parent=seed2, median_ms=1.6, device_name="NVIDIA H100")
     # Bob's private search: not alice's to see.
-    s3 = d.search(problem=mat, created_by=bob, private=True)
+    s3 = d.search(problem=mat, created_by=bob, private=True, device="cuda")
     seed3 = d.kernel(problem=mat, search=s3, round=0, origin="seed", median_ms=1.0)
     hidden = d.idea(search=s3, parent_kernel=seed3, title="Secret tiles")
     tag(hidden, "tiling")
