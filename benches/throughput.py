@@ -20,7 +20,7 @@ from searches.models import BenchmarkRun, EvaluationJob, Problem, Search
 PHASES = (("compile", "build_s"), ("device wait", "device_wait_s"), ("correctness", "correctness_s"),
           ("timing", "timing_s"), ("truths", "truths_s"), ("sandbox", "sandbox_s"), ("warm wait", "warm_wait_s"))
 # The candidate's sandbox holds the device from the end of its device wait to the end of timing,
-# the truths' sandbox (runner/truths.py) for its own phase.
+# the truths' sandbox (runner/inside/truths.py) for its own phase.
 DEVICE_HOLDING = ("correctness_s", "timing_s", "truths_s")
 PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 

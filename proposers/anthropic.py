@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 import anthropic
 from django.conf import settings
 
+from memory.keys import technique_of
+
 from . import agent, pack, prompts
-from .base import (Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox, Exchange,
+from .base import (Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
                    merge_exchanges)
 
 log = logging.getLogger(__name__)
@@ -98,10 +100,10 @@ class AnthropicProposer(Proposer):
         return self._kernel_call(problem, prompts.starting_kernel_task(), "kernel")
 
     def ideas(self, problem, parent, tried, count, briefs=1):
-        task = prompts.ideas_task(tried, count, briefs)
+        task = prompts.ideas_task(tried, count, briefs, problem)
         subject = prompts.subject_block(problem, "parent", parent, self.cache_ttl)
         total, fresh, answered = None, [], False
-        seen = {pack.idea_key(t.title) for t in tried}
+        seen = {pack.repeat_key(t.title, t.technique) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
             reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas", subject)
             total = reply.exchange if total is None else merge_exchanges(total, reply.exchange)
@@ -110,7 +112,7 @@ class AnthropicProposer(Proposer):
                 answered = True  # an empty list in a well-formed call: no new ideas
                 repeats = []
                 for proposal in proposals:
-                    key = pack.idea_key(proposal.title)
+                    key = pack.repeat_key(proposal.title, proposal.technique)
                     if key in seen:
                         repeats.append(proposal.title)
                     else:
@@ -303,7 +305,16 @@ def ideas_from_tool(data) -> list[IdeaProposal]:
 def _idea(item: dict) -> IdeaProposal:
     briefs = item.get("briefs")
     briefs = [str(b).strip() for b in briefs if str(b).strip()] if isinstance(briefs, list) else []
-    return IdeaProposal(str(item.get("title", "")).strip()[:300], str(item.get("description", "")).strip(), briefs)
+    return IdeaProposal(str(item.get("title", "")).strip()[:300], str(item.get("description", "")).strip(), briefs,
+                        technique=technique_of(str(item.get("technique") or "")),
+                        expected_speedup=_speedup(item.get("expected_speedup")))
+
+
+def _speedup(value) -> float | None:
+    """A predicted speedup the model gave, when it is a plausible number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1000:
+        return float(value)
+    return None
 
 
 def kernel_from_reply(reply: "Reply") -> tuple[str, str]:
@@ -332,9 +343,9 @@ def analysis_of(data) -> dict:
         return {}
     analysis = {key: given[key].strip()[:ANALYSIS_CHARS] for key in ("bottleneck", "plan")
                 if isinstance(given.get(key), str) and given[key].strip()}
-    expected = given.get("expected_speedup")
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and 0 < expected < 1000:
-        analysis["expected_speedup"] = float(expected)
+    expected = _speedup(given.get("expected_speedup"))
+    if expected is not None:
+        analysis["expected_speedup"] = expected
     return analysis
 
 

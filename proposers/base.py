@@ -98,6 +98,11 @@ class ProblemContext:
     eager_ms: float | None = None
     compile_ms: float | None = None
     bank: list = field(default_factory=list)  # KernelContext: the search's best kernels so far
+    # The team's record on similar problems (memory.bank.Stats, one per technique, best first): ideas calls only.
+    priors: list = field(default_factory=list)
+    prior_scope: str = ""  # what "similar" meant: "softmax, medium inputs, NVIDIA H200, CUDA through NVRTC"
+    menu: list = field(default_factory=list)  # (title, technique, description) of the playbook's recipes offered
+    prior_calibration: object = None  # memory.bank.Calibration of the ideas model on similar problems, if measured
     lessons: list = field(default_factory=list)  # LessonShown: pitfalls the team approved on similar problems
 
 
@@ -152,6 +157,7 @@ class TriedIdea:
     outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
     reasons: list = field(default_factory=list)  # distinct runner reasons of its failed kernels
     briefs: tuple = ()  # (brief, how its kernel fared) per implementation
+    technique: str = ""  # memory.keys.TECHNIQUES slug
 
 
 @dataclass
@@ -159,6 +165,8 @@ class IdeaProposal:
     title: str
     description: str
     briefs: list = field(default_factory=list)  # K distinct implementation briefs, one per kernel call
+    technique: str = "other"  # memory.keys.TECHNIQUES slug, as the proposer tagged it
+    expected_speedup: float | None = None  # over the parent, as the proposer predicted
 
 
 @dataclass

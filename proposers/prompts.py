@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
+from memory.keys import TECHNIQUES
+
 from . import pack
 from .base import Failure, IdeaProposal, KernelContext, LessonShown, ProblemContext, TriedIdea
 
@@ -76,8 +78,12 @@ IDEAS_TOOL = {
                 "description": {"type": "string", "description": "1-4 sentences: the transformation and why it helps"},
                 "briefs": {"type": "array", "items": {"type": "string"},
                            "description": "distinct implementation briefs, one per kernel to write"},
+                "technique": {"type": "string", "enum": list(TECHNIQUES),
+                              "description": "the kind of transformation: " + "; ".join(
+                                  f"{slug}: {what}" for slug, what in TECHNIQUES.items())},
+                "expected_speedup": {"type": "number", "description": "the speedup over the parent you expect, e.g. 1.3"},
             },
-            "required": ["title", "description", "briefs"],
+            "required": ["title", "description", "briefs", "technique"],
         }}},
         "required": ["ideas"],
     },
@@ -178,7 +184,34 @@ def starting_kernel_task() -> str:
             + KERNEL_REPLY)
 
 
-def ideas_task(tried: list[TriedIdea], count: int, briefs: int = 1) -> str:
+def priors_section(problem: ProblemContext | None) -> str:
+    """The team's record on similar problems: numbers as structured lines, others' words fenced and capped."""
+    lines, words = pack.fit_priors(problem.priors) if problem is not None else ([], [])
+    if not lines:
+        return ""
+    text = (f"What worked and what failed on similar problems on this GPU (the team's searches, this one included: "
+            f"{problem.prior_scope}; trusted kernels only; gains are over each idea's parent; a technique is rated by "
+            "the gain over 1 one more attempt may bring):\n" + "\n".join(lines))
+    calibration = problem.prior_calibration
+    if calibration is not None:
+        text += (f"\nYour predictions there ({calibration.group}, {calibration.ideas} idea(s) with a trusted kernel): "
+                 f"median {calibration.predicted:.2f}x expected, {calibration.measured:.2f}x measured "
+                 f"(measured / expected {calibration.ratio:.2f}).")
+    if words:
+        text += "\nWhat those ideas were called and why some failed, as their searches recorded it:\n"
+        text += fence("prior_ideas", "\n".join(words))
+    return text + "\n\n"
+
+
+def menu_section(problem: ProblemContext | None) -> str:
+    lines = pack.fit_menu(problem.menu) if problem is not None else []
+    if not lines:
+        return ""
+    return ("The built-in playbook's recipes for this op family, a menu to take from or improve on:\n"
+            f"{fence('playbook_menu', chr(10).join(lines))}\n\n")
+
+
+def ideas_task(tried: list[TriedIdea], count: int, briefs: int = 1, problem: ProblemContext | None = None) -> str:
     tried_text = "\n".join(pack.tried_line(t) for t in tried) or "(none yet)"
     per_idea = (f" For each idea give exactly {briefs} implementation briefs that differ in substance (tile sizes, "
                 "work per thread, memory path, loop order, vector width): each brief goes to a different engineer, "
@@ -188,11 +221,14 @@ def ideas_task(tried: list[TriedIdea], count: int, briefs: int = 1) -> str:
         "language. Each idea should be one concrete transformation (memory access, tiling, vectorization, "
         "parallel decomposition, fusion, fewer redundant operations, precision within the tolerance...). "
         "Do not repeat an idea already tried unless you change it substantially; learn from the outcomes and "
-        f"the reasons of failures, and carry tricks from the bank's kernels into this one.{per_idea}\n\n"
+        f"the reasons of failures, and carry tricks from the bank's kernels into this one.{per_idea} Tag each "
+        "idea with its `technique` (one of: " + ", ".join(TECHNIQUES) + ") and the `expected_speedup` over the "
+        "parent you expect.\n\n" + priors_section(problem) + menu_section(problem) +
         "Ideas already tried in this search and their outcomes:\n"
         f"{fence('tried_ideas', tried_text)}\n\n"
         f"Reply by calling the tool `propose_ideas` with exactly {count} ideas. Without tools, reply with only a JSON "
-        'list, for example [{"title": "...", "description": "...", "briefs": ["..."]}].'
+        'list, for example [{"title": "...", "description": "...", "briefs": ["..."], "technique": "tiling", '
+        '"expected_speedup": 1.3}].'
     )
 
 
@@ -311,7 +347,7 @@ def kernel_block(name: str, kernel: KernelContext | None) -> str:
 
 
 def profile_text(profile: dict) -> str:
-    """The verdict's profile (runner/roofline.py) as the model reads it: the bottleneck and why,
+    """The verdict's profile (runner/common/roofline.py) as the model reads it: the bottleneck and why,
     the achieved rates, each launched kernel's resources, and what the counters say."""
     lines = [f"bottleneck: {profile.get('bottleneck') or 'unknown'} ({profile.get('why') or ''})"]
     rates = [f"{profile['bandwidth_gbs']:.4g} GB/s" + _share(profile.get("bandwidth_fraction"), "bandwidth")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, kernels, leaderboards, lessons, problems, searches, share, suites
+from .views import compare, home, ideas, kernels, leaderboards, lessons, problems, searches, share, suites
 from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
@@ -56,6 +56,8 @@ urlpatterns += [
     path("kernels/<uuid:code>/profile/", kernels.kernel_profile, name="kernel_profile"),
     path("kernels/<uuid:code>/approve/", kernels.kernel_approve, name="kernel_approve"),
     path("kernels/<uuid:code>/share/", share.share_kernel, name="share_kernel"),
+    path("ideas/", ideas.idea_bank, name="idea_bank"),
+    path("ideas/kernels/", ideas.idea_bank_kernels, name="idea_bank_kernels"),
     path("compare/", compare.compare, name="compare"),
     path("compare/share/", share.share_compare, name="share_compare"),
     path("leaderboards/", leaderboards.leaderboard_index, name="leaderboard_index"),

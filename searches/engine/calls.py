@@ -179,11 +179,12 @@ def seed_call(search: Search) -> Call:
 
 def ideas_call(search: Search, parent_id: int) -> Call:
     parent = Kernel.objects.select_related("idea").get(pk=parent_id)
-    problem, shown = context.problem_context(search), context.kernel_context(parent)
+    problem, shown = context.ideas_context(search), context.kernel_context(parent)
     tried, round_number = context.tried_ideas(search), search.current_round
+    asked = context.ideas_asked(search, problem)
 
     def send(proposer):
-        return proposer.ideas(problem, shown, tried, search.ideas_per_parent, briefs=search.kernels_per_idea)
+        return proposer.ideas(problem, shown, tried, asked, briefs=search.kernels_per_idea)
 
     def save(answer, error):
         if error is not None:
@@ -197,11 +198,12 @@ def ideas_call(search: Search, parent_id: int) -> Call:
             plan = round_plan(locked, round_number)
             if parent_id in plan["asked"]:
                 return
-            for slot, proposal in enumerate(proposals[: search.ideas_per_parent]):
+            for slot, proposal in enumerate(context.ideas_kept(search, proposals, problem)):
                 idea = Idea.objects.create(
                     search=search, parent_kernel_id=parent_id, round=round_number, slot=slot,
                     title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
-                    origin=origin, call=call,
+                    origin=origin, call=call, technique=proposal.technique or "other",
+                    expected_speedup=proposal.expected_speedup,
                     briefs=[str(b)[:4000] for b in proposal.briefs[: search.kernels_per_idea]],
                 )
                 events.publish(search.id, "idea.created", events.idea_payload(idea))

@@ -38,6 +38,7 @@ from evaluation import queue
 from live import events
 from proposers.base import ProposerError
 from searches.models import Idea, Kernel, Search, Verdict
+from searches.selectors.ideas import points_per_dollar
 from searches.selectors.kernels import speed_of_light
 from searches.selectors.searches import search_planned_candidates
 
@@ -50,6 +51,7 @@ GENERATED = REPAIRABLE = records.GENERATED
 # (a signal or the memory limit tells the model little it can act on; no code has nothing to fix).
 REPAIR_VERDICTS = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR)
 STEP_TRIES, STEP_RETRY_SECONDS = 3, 0.5
+GAIN_WINDOW = 2  # the rounds whose gain per dollar the optional stop reads
 
 
 # --- the loop under the lease ----------------------------------------------------------------------------
@@ -267,6 +269,11 @@ def ending_reason(search: Search, finished: int) -> str:
         return f"completed all {search.rounds} rounds"
     if search.stale_rounds and finished >= search.stale_rounds and _stale_for(search, finished) >= search.stale_rounds:
         return f"no improvement in {search.stale_rounds} rounds"
+    if search.stop_points_per_dollar and finished >= GAIN_WINDOW:
+        rate = points_per_dollar(search, finished, GAIN_WINDOW)
+        if rate is not None and rate < search.stop_points_per_dollar:
+            return (f"the last {GAIN_WINDOW} rounds bought {rate:.3g} points of speedup per dollar, under the "
+                    f"{search.stop_points_per_dollar:g} set")
     return ""
 
 

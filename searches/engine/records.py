@@ -14,7 +14,7 @@ from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
 from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
-from searches.selectors.lessons import search_key
+from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 
 from . import dedup

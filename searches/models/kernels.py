@@ -75,7 +75,7 @@ class Kernel(models.Model):
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
     reason = models.TextField(blank=True)
-    # Why it was turned away (runner/findings.py); partial_replacement, no_kernel_of_its_own: legal, never cheats.
+    # Why it was turned away (runner/common/findings.py); partial_replacement, no_kernel_of_its_own: legal, never cheats.
     reason_code = models.CharField(max_length=32, blank=True)
     quarantined = models.BooleanField(default=False)
     median_ms = models.FloatField(null=True, blank=True)

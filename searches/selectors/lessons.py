@@ -5,52 +5,15 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 
 from memory import selectors as memory
-from memory.keys import IdeaKey, shape_class, technique_of
-from memory.models import Lesson
+from memory.keys import shape_class
 from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
+from memory.models import Lesson
 from searches.models import Device, Kernel, Search, Verdict
 
-from .targets import target_facts
+from .memory_scope import search_key, visible_search_ids
 
 UNJUDGED = (Verdict.PENDING, Verdict.EVALUATING)
 LESSONS_PER_PAGE = 50
-
-
-def visible_search_ids(user, *, also: Search | None = None):
-    """The ids of the searches whose memory `user` may read: every search not kept private, the person's
-    own, all of them for an administrator (user=None: the public ones). `also` adds one search (a
-    search always learns from itself, private or not)."""
-    if user is not None and user.is_staff:
-        return Search.objects.values("id")
-    visible = Q(private=False)
-    if user is not None and user.is_authenticated:
-        visible |= Q(created_by=user)
-    if also is not None:
-        visible |= Q(pk=also.pk)
-    return Search.objects.filter(visible).values("id")
-
-
-def device_model_of(search: Search, kernel: Kernel | None = None) -> str:
-    """The key's device: the GPU's name as the runner reported it for the kernel, else the one the search's
-    prompts name (the evaluator's facts); "cpu" for every CPU (their speed differs, their pitfalls do not)."""
-    if search.device == Device.CPU:
-        return "cpu"
-    if kernel is not None and kernel.device_name:
-        return kernel.device_name
-    return str(target_facts(device=search.device).get("name") or "")
-
-
-def language_of(search: Search) -> str:
-    return search.language or DEFAULT_LANGUAGE.get(search.device, "")
-
-
-def search_key(search: Search, *, kernel: Kernel | None = None) -> IdeaKey:
-    """A search's place in the team's memory; with a kernel, that kernel's (its device as judged, its idea's
-    technique where the idea carries one)."""
-    idea = kernel.idea if kernel is not None and kernel.idea_id else None
-    return IdeaKey(family=search.problem.family or "", shape_class=shape_class(search.problem.min_bytes),
-                   device_model=device_model_of(search, kernel), language=language_of(search),
-                   technique=technique_of(getattr(idea, "technique", "")))
 
 
 def lessons_for_search(search: Search) -> list[Lesson]:

@@ -16,7 +16,7 @@ def seed_lessons(stack) -> dict:
     return dashboard_seed.run(stack, f"""
 from memory import services as memory
 from searches.models import Kernel, Search
-from searches.selectors.lessons import search_key
+from searches.selectors.memory_scope import search_key
 s = Search.objects.select_related("problem").get(pk={seeded['search_id']})
 s.problem.family = "relu"
 s.problem.save(update_fields=["family"])

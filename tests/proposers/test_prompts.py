@@ -7,7 +7,7 @@ from pathlib import Path
 
 from proposers import prompts
 from proposers.base import KernelContext, ProblemContext
-from runner import checks
+from runner.host import checks
 
 ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = (ROOT / "tests" / "runner" / "corpus" / "problems" / "softmax.py").read_text()

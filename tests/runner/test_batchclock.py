@@ -1,4 +1,4 @@
-"""The parent's batch clock (runner/batchclock.py), driven with the times a sandbox would give it:
+"""The parent's batch clock (runner/host/batchclock.py), driven with the times a sandbox would give it:
 honest medians pass, forged low ones are re-measured and then rejected on a quiet device, noisy
 on a disturbed one; a sandbox that skips the batches or changes its median is rejected."""
 
@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from runner.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
-from runner.procs import descendants, sched_seconds
+from runner.host.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
+from runner.common.procs import descendants, sched_seconds
 
 
 def drive(clock: BatchClock, median_ms: float, per_call_ms: float, overhead_ms: float = 0.3,

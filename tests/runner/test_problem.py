@@ -1,7 +1,7 @@
 import torch
 
-from runner import facts
-from runner import problem as problems
+from runner.common import facts
+from runner.inside import problem as problems
 
 
 class _Module:
@@ -47,7 +47,7 @@ def test_family_from_the_reference_ops():
 
 
 def test_family_of_real_modules():
-    from runner import verify
+    from runner.common import verify
 
     def family(model, *inputs):
         with verify.OpRecorder() as recorder, torch.no_grad():

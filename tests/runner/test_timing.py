@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from runner import timing
+from runner.common import timing
 
 
 def test_summary_of_known_samples():

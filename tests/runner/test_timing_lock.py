@@ -10,9 +10,10 @@ import time
 import pytest
 
 import runner
-from runner import baselines, evaluation, procs
-from runner.devicelock import timing_cpus
-from runner.errors import DeviceBusy
+from runner.common import procs
+from runner.host import baselines, evaluation
+from runner.host.devicelock import timing_cpus
+from runner import DeviceBusy
 
 # Each forward sleeps, so one validation's timing lasts most of a second: long enough that
 # two validations started together would overlap without the lock.

@@ -14,7 +14,8 @@ from memory import services as memory
 from memory.keys import IdeaKey, shape_class
 from searches import services
 from searches.models import Kernel
-from searches.selectors.lessons import lesson_effect, visible_search_ids
+from searches.selectors.lessons import lesson_effect
+from searches.selectors.memory_scope import visible_search_ids
 
 from .test_engine import kicks, problem  # noqa: F401  (fixtures)
 from .test_engine_llm_lessons import validated

@@ -58,6 +58,12 @@ class Command(BaseCommand):
         parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
         parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
         parser.add_argument("--max-cost", type=float, default=None, help="budget: LLM cost in USD")
+        parser.add_argument("--prior-weight", type=int, default=50,
+                            help="%% the team's priors may steer the ideas (0: the bank off; default 50)")
+        parser.add_argument("--seed-from-team", action="store_true",
+                            help="judge similar problems' best kernels first; offer the playbook's recipes")
+        parser.add_argument("--stop-points-per-dollar", type=float, default=0.0,
+                            help="stop when the last 2 rounds bought fewer %% points of speedup per dollar (0: never)")
         parser.add_argument("--name", default="", help="a name for the search")
         parser.add_argument("--pool-size", type=int, default=None, help="warm sandboxes (default RUNNER_POOL_SIZE)")
         parser.add_argument("--top", type=int, default=10, help="leaderboard rows to print (default 10)")
@@ -94,6 +100,8 @@ class Command(BaseCommand):
                     thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
                     kernel_model=opts["kernel_model"], repair_model=opts["repair_model"],
                     agent_mode=opts["agent_mode"], agent_tool_calls=opts["agent_tool_calls"],
+                    prior_weight=opts["prior_weight"], seed_from_team=opts["seed_from_team"],
+                    stop_points_per_dollar=opts["stop_points_per_dollar"],
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
