@@ -225,6 +225,7 @@ class EvaluationWorker:
                 self._run_failed(job, exc)
                 return
         renewer.stop()
+        clock.drain()  # the phases so far written before the verdict's transaction, none after it
         if renewer.lost.is_set() or not _with_retries(lambda: self._record(job, result, clock)):
             log.warning("%s: job %s was claimed by another worker while it ran here; its verdict is dropped",
                         self.name, job.id)
@@ -354,6 +355,12 @@ class PhaseClock:
     def enter(self, phase: str) -> None:
         change = self._advance(phase)
         self.writer.submit(_write_phase, change)
+
+    def drain(self) -> None:
+        try:
+            self.writer.submit(int).result(timeout=30)
+        except Exception:  # a stuck progress write is not worth the verdict
+            log.warning("job %s: its phase writes did not finish", self.job_id)
 
     def close(self) -> None:
         services.job_record_phase(**self._advance(""))

@@ -21,7 +21,7 @@ class Pool:
         self.answer, self.asked = answer, []
 
     @contextmanager
-    def scope(self):
+    def scope(self, on_phase=None):
         yield self
 
     def cancel(self):
