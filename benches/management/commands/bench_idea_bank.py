@@ -31,7 +31,7 @@ from django.core.management.base import BaseCommand
 from memory.keys import TECHNIQUES
 from searches import catalog, services
 from searches.engine import kick, loop
-from searches.management.benchmarks import rerun_on_database
+from benches.harness import rerun_on_database
 from searches.models import EvaluationJob, Kernel, ProposerCall, Search
 
 FAMILY = "softmax"
