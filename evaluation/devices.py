@@ -1,4 +1,4 @@
-"""The facts of the device a worker serves, on its Worker row (runner.devicefacts reads them; GPU
+"""The facts of the device a worker serves, on its Worker row (runner.host.devicefacts reads them; GPU
 facts in a child process, so this process never initialises CUDA). Read once per worker start:
 they change only when the hardware does, and a restart reads them again."""
 

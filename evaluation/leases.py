@@ -26,7 +26,9 @@ from searches.services.jobs import job_fail
 # a validation (torch.compile's baseline). The rest (NVRTC, cupy, Triton, plain C) ask for it at once.
 BUILD_MARKERS = ("load_inline", "cpp_extension")
 _BUILDS = Q(purpose=EvaluationJob.Purpose.VALIDATE) | Q(kernel__source__contains=BUILD_MARKERS[0]) | Q(
-    kernel__source__contains=BUILD_MARKERS[1])
+    kernel__source__contains=BUILD_MARKERS[1]) | Q(  # an agent's tool run on such a draft too
+    purpose=EvaluationJob.Purpose.TOOL, options__source__icontains=BUILD_MARKERS[0]) | Q(
+    purpose=EvaluationJob.Purpose.TOOL, options__source__icontains=BUILD_MARKERS[1])
 # Beats an evaluator may miss before it is taken for dead (the evaluator name check uses it too).
 STALE_AFTER_BEATS = 3
 

@@ -5,7 +5,7 @@ is an EvaluationJob row, queued here by the services and the engine and claimed 
 from django.conf import settings
 from django.utils import timezone
 
-from searches.models import EvaluationJob, Kernel, Problem
+from searches.models import EvaluationJob, Kernel, Problem, Search
 from searches.services import scheduling
 from searches.services.scheduling import Priority
 
@@ -41,6 +41,16 @@ def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARC
         options=options or {},
         requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
         max_attempts=settings.JOB_MAX_ATTEMPTS,
+    )
+
+
+def enqueue_tool(search: Search, *, tool: str, source: str) -> EvaluationJob:
+    """An agent's tool run on a draft (compile, check or profile): no kernel row, one attempt, and
+    ahead of search candidates, since a model's call waits on it."""
+    return EvaluationJob.objects.create(
+        problem_id=search.problem_id, search=search, purpose=EvaluationJob.Purpose.TOOL, device=search.device,
+        priority=int(Priority.INTERACTIVE), max_attempts=1,
+        options={"tool": tool, "source": source, "allow_library": search.allow_library},
     )
 
 

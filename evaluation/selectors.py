@@ -75,7 +75,7 @@ def jobs_held(*, names: list[str], now) -> dict[str, list[EvaluationJob]]:
 
 def device_summary(worker: Worker) -> dict:
     """What the page says of the device a worker serves, from the facts it recorded on start
-    (runner.devicefacts); the name alone for a worker that recorded none."""
+    (runner.host.devicefacts); the name alone for a worker that recorded none."""
     facts = worker.device_facts or {}
     memory = facts.get("memory_bytes")
     return {"model": facts.get("name") or worker.device_name or "",

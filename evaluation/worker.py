@@ -17,6 +17,7 @@ import signal
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import DatabaseError, OperationalError, close_old_connections, transaction
@@ -91,6 +92,8 @@ class EvaluationWorker:
         self._last_rekick = 0.0
         self.device_name = ""
         self.jobs_done = 0
+        # Phase writes off the runs' threads, in order: a sandbox's message loop never waits on the database.
+        self.phase_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phases")
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -193,7 +196,9 @@ class EvaluationWorker:
     def run_job(self, pool, job: EvaluationJob) -> None:
         if not self._start_run(job):
             return
-        with pool.scope() as run:
+        clock = PhaseClock(job.id, self.name, self.phase_writer)
+        clock.enter("starting")  # until a warm sandbox has the job
+        with pool.scope(on_phase=clock.enter) as run:
             # Fenced: once another worker holds the job, its sandboxes here are killed at once.
             renewer = job_renewer(job.id, self.name, on_lost=run.cancel)
             renewer.start()
@@ -219,7 +224,8 @@ class EvaluationWorker:
                 self._run_failed(job, exc)
                 return
         renewer.stop()
-        if renewer.lost.is_set() or not _with_retries(lambda: self._record(job, result)):
+        clock.drain()  # the phases so far written before the verdict's transaction, none after it
+        if renewer.lost.is_set() or not _with_retries(lambda: self._record(job, result, clock)):
             log.warning("%s: job %s was claimed by another worker while it ran here; its verdict is dropped",
                         self.name, job.id)
             return
@@ -228,11 +234,13 @@ class EvaluationWorker:
     def _run_failed(self, job: EvaluationJob, exc: Exception) -> None:
         """The runner itself broke (not a verdict): the job is retried elsewhere, or failed now
         when no kernel can be judged."""
-        if type(exc).__name__ == "ProblemInvalid":  # no kernel can be judged: say so now
+        import runner
+
+        if isinstance(exc, runner.ProblemInvalid):  # no kernel can be judged: say so now
             reason = f"the problem failed validation: {exc}"
             _with_retries(lambda: _fail_now(job, self.name, reason))
             return
-        if type(exc).__name__ == "DeviceBusy":  # the worker's device, not the job: run it again later
+        if isinstance(exc, runner.DeviceBusy):  # the worker's device, not the job: run it again later
             log.warning("%s: job %s could not run on this device: %s", self.name, job.id, exc)
             error = f"the worker's device could not run it (an infrastructure failure, not a verdict): {exc}"
         else:
@@ -259,23 +267,34 @@ class EvaluationWorker:
         problem = job.problem
         if job.purpose == EvaluationJob.Purpose.VALIDATE:
             return pool.validate(problem.source, device=job.device, timeout=settings.RUNNER_TIMEOUT)
-        return pool.evaluate(
-            problem.source, job.kernel.source, device=job.device, seed=job.seed, timeout=settings.RUNNER_TIMEOUT,
-            atol=problem.atol, rtol=problem.rtol, allow_library=bool((job.options or {}).get("allow_library")),
+        options = job.options or {}
+        tool = options.get("tool") if job.purpose == EvaluationJob.Purpose.TOOL else None
+        rule = options.get("rule") or "kernellab"
+        # KernelBench's rule brings its own tolerance; the problem's is KernelLab's
+        atol, rtol = (problem.atol, problem.rtol) if rule == "kernellab" else (None, None)
+        return pool.evaluate(  # a tool run judges a draft like a candidate; `compile` only builds it
+            problem.source, options.get("source", "") if tool else job.kernel.source, device=job.device,
+            seed=job.seed, timeout=settings.RUNNER_TIMEOUT, atol=atol, rtol=rtol,
+            allow_library=bool(options.get("allow_library")), rule=rule, more_baselines=options.get("baselines") or (),
+            compile_only=tool == "compile", untimed=tool == "check",
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:
         _with_retries(lambda: services.kernel_mark_evaluating(job=job))
         self._heartbeat(force=True, current_job=job)
 
-    def _record(self, job: EvaluationJob, result: dict) -> bool:
+    def _record(self, job: EvaluationJob, result: dict, clock: "PhaseClock | None" = None) -> bool:
         """The verdict, recorded only while this worker still holds the job (checked and kept in
         the same transaction): False when another worker took it meanwhile."""
         with transaction.atomic():
             if not leases.held_for_record(job.id, self.name):
                 return False
+            if clock is not None:  # the last phase's seconds, kept with the verdict
+                clock.close()
             if job.purpose == EvaluationJob.Purpose.VALIDATE:
                 services.problem_record_validation(problem=job.problem, job=job, result=result)
+            elif job.purpose == EvaluationJob.Purpose.TOOL:
+                services.tool_job_record(job=job, result=result)
             else:
                 services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
             WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)
@@ -312,6 +331,47 @@ class EvaluationWorker:
             rekick_stalled()
         except Exception:
             log.exception("%s: could not re-kick stalled searches", self.name)
+
+
+class PhaseClock:
+    """A job's phases as its run reports them (runner/host/phases.py), timed on this process's clock.
+    `enter` is called on the run's thread and hands the write to `writer` (one thread, so in order);
+    `close` writes the last phase's seconds at once, inside the verdict's transaction."""
+
+    def __init__(self, job_id: int, worker_name: str, writer: ThreadPoolExecutor):
+        self.job_id, self.worker_name, self.writer = job_id, worker_name, writer
+        self.current, self.since = "", 0.0
+        self.seconds: dict[str, float] = {}
+
+    def _advance(self, phase: str) -> dict:
+        now = time.monotonic()
+        if self.current:
+            self.seconds[self.current] = round(self.seconds.get(self.current, 0.0) + now - self.since, 3)
+        self.current, self.since = phase, now
+        return {"job_id": self.job_id, "worker": self.worker_name, "phase": phase,
+                "started_at": timezone.now() if phase else None, "seconds": dict(self.seconds)}
+
+    def enter(self, phase: str) -> None:
+        change = self._advance(phase)
+        self.writer.submit(_write_phase, change)
+
+    def drain(self) -> None:
+        try:
+            self.writer.submit(int).result(timeout=30)
+        except Exception:  # a stuck progress write is not worth the verdict
+            log.warning("job %s: its phase writes did not finish", self.job_id)
+
+    def close(self) -> None:
+        services.job_record_phase(**self._advance(""))
+
+
+def _write_phase(change: dict) -> None:
+    try:
+        _with_retries(lambda: services.job_record_phase(**change))
+    except Exception:  # a progress line is not worth a job: the verdict is written on its own
+        log.warning("job %s: its phase %r could not be written", change["job_id"], change["phase"], exc_info=True)
+    finally:
+        close_old_connections()
 
 
 def job_renewer(job_id: int, worker_name: str, on_lost=None) -> LeaseRenewer:

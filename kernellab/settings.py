@@ -56,7 +56,7 @@ KERNELLAB_BASE_URL = env_str("KERNELLAB_BASE_URL").rstrip("/")
 DATA_DIR = Path(env_str("KERNELLAB_DATA_DIR", str(BASE_DIR / "var")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 # This installation's own key, made by scripts/start on its first start (0600, in the data folder) and
-# read here by every process, so none holds it in its environment (runner.isolation.held_secrets).
+# read here by every process, so none holds it in its environment (runner.host.isolation.held_secrets).
 SECRET_KEY_FILE = DATA_DIR / "secret_key"
 if not env_str("SECRET_KEY") and SECRET_KEY_FILE.is_file():
     SECRET_KEY = SECRET_KEY_FILE.read_text().strip() or SECRET_KEY
@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "evaluation",
     "runs",
     "memory",
+    "benches",
 ]
 
 MIDDLEWARE = [
@@ -197,7 +198,7 @@ ANTHROPIC_KEY_PARALLEL_CALLS = env_int("ANTHROPIC_KEY_PARALLEL_CALLS", 16)
 # Evaluation workers.
 RUNNER_DEVICE = env_str("RUNNER_DEVICE", "cpu")  # the device this host's evaluator serves
 # Jobs one evaluator runs at once: on a GPU the next candidates build while one holds the device.
-# Builds need cores, not the device (they run at idle priority, runner/compile.py, so they never slow
+# Builds need cores, not the device (they run at idle priority, runner/common/compile.py, so they never slow
 # the candidate being timed), and a load_inline build keeps one or two cores busy for a minute: a GPU
 # host runs one job per core (16 on 16 cores, at most 16); the device lock still lets one at a time
 # onto the GPU, and a job waiting for it holds warm sandboxes but no core. Two warm sandboxes per job:

@@ -200,6 +200,9 @@ def speedup_over_time_chart(points: list[dict], *, by: str = "t", width: int = 5
     return "".join(parts)
 
 
+TITLE_CHARS = 25
+
+
 def idea_outcomes_chart(rows: list[dict], *, width: int = 520, label_width: int = 190, bar: int = 14) -> str:
     """One bar per idea: its kernels correct (green), failed (red) and still waiting (grey), on
     a shared scale, with the best speedup over eager at the end. Titles are escaped."""
@@ -213,7 +216,8 @@ def idea_outcomes_chart(rows: list[dict], *, width: int = 520, label_width: int 
              f'aria-label="Outcomes of the kernels of {len(rows)} ideas">']
     for i, row in enumerate(rows):
         y0 = top + i * (bar + gap)
-        title = row["title"] if len(row["title"]) <= 30 else row["title"][:29] + "…"
+        # what fits the label's room at 11 px (capitals included); the whole title is its tooltip
+        title = row["title"] if len(row["title"]) <= TITLE_CHARS else row["title"][:TITLE_CHARS - 1] + "…"
         parts.append(f'<text x="{label_width - 6}" y="{y0 + bar - 3}" text-anchor="end">'
                      f'<title>{escape(row["title"])}</title>{escape(title)}</text>')
         x0 = float(label_width)

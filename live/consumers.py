@@ -1,4 +1,5 @@
-"""Websocket for a search's live events: /ws/searches/<code>/?after=<seq>.
+"""Websocket for a search's live events: /ws/searches/<code>/?after=<seq>; and for a problem's
+(its work outside any search, live/events.py): /ws/problems/<code>/?after=<seq>, under the same rules.
 
 On connect it reads the search and every committed event after `after` in one database hop,
 joins the search's group, replays what it read (reading again when pushes may have gone out
@@ -13,8 +14,6 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-
-from searches.models import Search, SearchEvent
 
 from . import fanout
 from .fanout import encode, event_message
@@ -32,7 +31,8 @@ def _read(function):
 
 
 class SearchEventsConsumer(AsyncWebsocketConsumer):
-    search_id: int | None = None
+    stream = fanout.SEARCHES
+    search_id: int | None = None  # the owner of the stream: the search, or the problem
 
     async def connect(self):
         user = self.scope.get("user")
@@ -41,15 +41,15 @@ class SearchEventsConsumer(AsyncWebsocketConsumer):
             return
         self.last_sent = _after(self.scope.get("query_string", b""))
         # One query hop: the search, what is committed, and the backlog.
-        opened = await _read(_open)(self.scope["url_route"]["kwargs"]["code"], self.last_sent)
+        opened = await _read(_open)(self.scope["url_route"]["kwargs"]["code"], self.last_sent, self.stream)
         if opened is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.search_id, committed, backlog = opened
-        self.group = fanout.group_name(self.search_id)
+        self.group = fanout.group_name(self.search_id, self.stream)
         await self.channel_layer.group_add(self.group, self.channel_name)
         # Pushes sent between the read above and the join are read again; later ones queue for us.
-        reread = fanout.subscribe(self.search_id, max(committed, backlog[-1][0] if backlog else 0))
+        reread = fanout.subscribe(self.search_id, max(committed, backlog[-1][0] if backlog else 0), self.stream)
         await self.accept()
         await self.send_batch(backlog)
         if reread or len(backlog) == REPLAY_BATCH:
@@ -58,7 +58,7 @@ class SearchEventsConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if self.search_id is not None and hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
-            fanout.unsubscribe(self.search_id)
+            fanout.unsubscribe(self.search_id, self.stream)
 
     async def receive(self, text_data=None, bytes_data=None):
         """Clients only listen; to resume they reconnect with ?after=<last seq>."""
@@ -82,7 +82,7 @@ class SearchEventsConsumer(AsyncWebsocketConsumer):
 
     async def send_backlog(self):
         while True:
-            batch = await _read(_events_after)(self.search_id, self.last_sent)
+            batch = await _read(_events_after)(self.search_id, self.last_sent, self.stream)
             await self.send_batch(batch)
             if len(batch) < REPLAY_BATCH:
                 return
@@ -96,16 +96,20 @@ def _after(query_string: bytes) -> int:
         return 0
 
 
-def _open(code, after: int):
-    """(search id, its last committed seq, events after `after`), or None for an unknown search.
-    The seq is read first: events up to it are committed, so the backlog covers at least that far."""
-    row = Search.objects.filter(code=code).values_list("id", "last_event_seq").first()
+class ProblemEventsConsumer(SearchEventsConsumer):
+    stream = fanout.PROBLEMS
+
+
+def _open(code, after: int, stream=fanout.SEARCHES):
+    """(owner id, its last committed seq, events after `after`), or None for an unknown search
+    (problem). The seq is read first: events up to it are committed, so the backlog covers at least that far."""
+    row = stream.owner.objects.filter(code=code).values_list("id", "last_event_seq").first()
     if row is None:
         return None
-    search_id, committed = row
-    return search_id, committed, _events_after(search_id, after)
+    owner_id, committed = row
+    return owner_id, committed, _events_after(owner_id, after, stream)
 
 
-def _events_after(search_id: int, seq: int) -> list[tuple[int, str]]:
-    events = SearchEvent.objects.filter(search_id=search_id, seq__gt=seq).order_by("seq")[:REPLAY_BATCH]
+def _events_after(owner_id: int, seq: int, stream=fanout.SEARCHES) -> list[tuple[int, str]]:
+    events = stream.event.objects.filter(**{stream.field: owner_id}, seq__gt=seq).order_by("seq")[:REPLAY_BATCH]
     return [(e.seq, encode(event_message(e))) for e in events]

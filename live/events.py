@@ -13,26 +13,62 @@ Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
   idea.created    idea_payload(idea)
   kernel.created  kernel_payload(kernel)
   kernel.updated  kernel_payload(kernel)   (status changes, verdicts, verification)
+
+Work that belongs to no search (a problem's validations, its hand-submitted kernels) is told on
+the problem's own stream, `publish_problem`, under the same rules: numbered under the problem
+row's lock in the writing transaction, pushed after commit, replayed on reconnect.
+  problem.validation  {"validation_status", "validated_at"}
+  kernel.updated      kernel_payload(kernel)   (a kernel of no search)
+  job.phase           job_phase_payload(job)   (its validation's or a kernel of no search's run)
 """
 
 from django.db import transaction
+from django.db.models import Max
 
-from searches.models import Kernel, Search, SearchEvent
+from searches.models import Kernel, Problem, ProblemEvent, Search, SearchEvent
 from searches.selectors.kernels import speed_of_light
 
 from . import fanout
 
 
 def publish(search_id: int, kind: str, payload: dict) -> SearchEvent:
+    return _append(Search, SearchEvent, "search_id", search_id, kind, payload)
+
+
+def publish_problem(problem_id: int, kind: str, payload: dict) -> ProblemEvent:
+    return _append(Problem, ProblemEvent, "problem_id", problem_id, kind, payload)
+
+
+def publish_kernel(kernel, kind: str, payload: dict):
+    """A kernel's event on its search's stream, or on its problem's for a kernel of no search."""
+    if kernel.search_id:
+        return publish(kernel.search_id, kind, payload)
+    return publish_problem(kernel.problem_id, kind, payload)
+
+
+def _append(owner, event_model, field: str, owner_id: int, kind: str, payload: dict):
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events.publish must run inside the transaction that makes the change")
-    search = Search.objects.select_for_update().only("id", "last_event_seq").get(pk=search_id)
-    seq = search.last_event_seq + 1
-    Search.objects.filter(pk=search_id).update(last_event_seq=seq)
-    event = SearchEvent.objects.create(search_id=search_id, seq=seq, kind=kind, payload=payload)
+    row = owner.objects.select_for_update().only("id", "last_event_seq").get(pk=owner_id)
+    # The log's own last number too: a whole-row save() from a copy read earlier (a problem's edit)
+    # may have written back an older counter.
+    logged = event_model.objects.filter(**{field: owner_id}).aggregate(last=Max("seq"))["last"] or 0
+    seq = max(row.last_event_seq, logged) + 1
+    owner.objects.filter(pk=owner_id).update(last_event_seq=seq)
+    event = event_model.objects.create(**{field: owner_id}, seq=seq, kind=kind, payload=payload)
     # robust: a failed push (already caught in fanout) must not stop the callbacks after it, e.g. the kick.
     transaction.on_commit(lambda: fanout.broadcast(event), robust=True)
     return event
+
+
+def job_phase_payload(job) -> dict:
+    return {"job": job.id, "purpose": job.purpose, "kernel": str(job.kernel.code) if job.kernel_id else None,
+            "status": job.status, "phase": job.phase, "phase_started_at": _iso(job.phase_started_at)}
+
+
+def publish_validation(problem) -> ProblemEvent:
+    return publish_problem(problem.id, "problem.validation", {
+        "validation_status": problem.validation_status, "validated_at": _iso(problem.validated_at)})
 
 
 def idea_payload(idea) -> dict:

@@ -1,4 +1,4 @@
-"""Fan-out of committed events to websocket consumers (one group per search).
+"""Fan-out of committed events to websocket consumers (one group per search, one per problem).
 
 Redis setup: the writing process sends to the channel layer and every web process hears it.
 Embedded setup: the writer may be another process (the worker), so each web process runs a
@@ -19,13 +19,32 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from searches.models import Search, SearchEvent
+from searches.models import Problem, ProblemEvent, Search, SearchEvent
 
 log = logging.getLogger(__name__)
 
 
-def group_name(search_id: int) -> str:
-    return f"search-{search_id}"
+class Stream:
+    """One kind of event log: the rows that own it (their `last_event_seq`), its events, the field
+    naming the owner. A search's events, and a problem's (its work outside any search)."""
+
+    def __init__(self, name: str, owner, event, field: str):
+        self.name, self.owner, self.event, self.field = name, owner, event, field
+
+    def owner_of(self, event) -> int:
+        return getattr(event, self.field)
+
+
+SEARCHES = Stream("search", Search, SearchEvent, "search_id")
+PROBLEMS = Stream("problem", Problem, ProblemEvent, "problem_id")
+
+
+def stream_of(event) -> Stream:
+    return PROBLEMS if isinstance(event, ProblemEvent) else SEARCHES
+
+
+def group_name(owner_id: int, stream: Stream = SEARCHES) -> str:
+    return f"{stream.name}-{owner_id}"
 
 
 class PushFailures:
@@ -44,10 +63,11 @@ class PushFailures:
             self.streak += 1
             first = self.streak == 1
         if first:
-            log.warning("live push of search %s event %s failed (%s: %s); viewers get it by replay once the "
-                        "channel layer is back", event.search_id, event.seq, type(exc).__name__, exc)
+            log.warning("live push of %s %s event %s failed (%s: %s); viewers get it by replay once the "
+                        "channel layer is back", stream_of(event).name, stream_of(event).owner_of(event), event.seq,
+                        type(exc).__name__, exc)
         else:
-            log.debug("live push of search %s event %s failed: %s", event.search_id, event.seq, exc)
+            log.debug("live push of %s event %s failed: %s", stream_of(event).name, event.seq, exc)
 
     def succeeded(self) -> None:
         with self._lock:
@@ -60,21 +80,22 @@ push_failures = PushFailures()
 
 
 def broadcast(event) -> None:
-    """Push one committed event to its search's group. Never raises: the caller's write is done."""
+    """Push one committed event to its search's (or problem's) group. Never raises: the caller's write is done."""
     if settings.LIVE_UPDATES != "redis":
         return  # the web process's poller picks it up from the table
     try:
         layer = get_channel_layer()
         if layer is None:
             return
-        async_to_sync(layer.group_send)(group_name(event.search_id), group_message(event_message(event)))
+        stream = stream_of(event)
+        async_to_sync(layer.group_send)(group_name(stream.owner_of(event), stream), group_message(event_message(event)))
     except Exception as exc:  # Redis down or restarting: replay and gap filling deliver it later
         push_failures.failed(event, exc)
     else:
         push_failures.succeeded()
 
 
-def event_message(event: SearchEvent) -> dict:
+def event_message(event) -> dict:
     """The websocket message for one event."""
     return {"seq": event.seq, "kind": event.kind, "payload": event.payload, "at": event.created_at.isoformat()}
 
@@ -94,13 +115,14 @@ def group_message(message: dict) -> dict:
 
 
 class Poller:
-    """Tails SearchEvent for the searches someone is watching in this process and sends new
-    events to their groups on the (in-memory) channel layer.
+    """Tails one stream's events (SearchEvent, or ProblemEvent) for the searches (problems) someone
+    is watching in this process and sends new events to their groups on the (in-memory) channel layer.
 
     It follows each search by sequence number, not by row id: numbers are given under the
     search row's lock in commit order, so "seq > last seen" never skips a late commit."""
 
-    def __init__(self):
+    def __init__(self, stream: Stream = SEARCHES):
+        self.stream = stream
         self.watched: dict[int, int] = {}  # search id -> consumers watching it
         self.last_seq: dict[int, int] = {}
         self.task: asyncio.Task | None = None
@@ -126,7 +148,7 @@ class Poller:
     def _ensure_running(self) -> None:
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.task.get_loop() is not loop:
-            self.task = loop.create_task(self._run(), name="kernellab-live-poller")
+            self.task = loop.create_task(self._run(), name=f"kernellab-live-poller-{self.stream.name}")
 
     async def _run(self) -> None:
         layer = get_channel_layer()
@@ -145,40 +167,42 @@ class Poller:
             return 0
         # Not thread-sensitive: the poll must not queue behind the consumers' reads on the one
         # thread that thread-sensitive calls outside a request share.
-        messages = await database_sync_to_async(_events_after, thread_sensitive=False)(wanted)
+        messages = await database_sync_to_async(_events_after, thread_sensitive=False)(wanted, self.stream)
         for search_id, message in messages:
             if search_id not in self.last_seq or message["seq"] <= self.last_seq[search_id]:
                 continue
             self.last_seq[search_id] = message["seq"]
-            await layer.group_send(group_name(search_id), group_message(message))
+            await layer.group_send(group_name(search_id, self.stream), group_message(message))
         return len(messages)
 
 
-def _events_after(wanted: dict[int, int]) -> list[tuple[int, dict]]:
-    """New events of the watched searches, oldest first. One cheap query on the search rows
-    finds which searches moved; only those are read."""
-    moved = [sid for sid, seq in Search.objects.filter(pk__in=list(wanted)).values_list("id", "last_event_seq")
-             if seq > wanted[sid]]
+def _events_after(wanted: dict[int, int], stream: Stream = SEARCHES) -> list[tuple[int, dict]]:
+    """New events of the watched searches (problems), oldest first. One cheap query on the owner
+    rows finds which moved; only those are read."""
+    moved = [oid for oid, seq in stream.owner.objects.filter(pk__in=list(wanted)).values_list("id", "last_event_seq")
+             if seq > wanted[oid]]
     out = []
-    for search_id in moved:
-        for event in SearchEvent.objects.filter(search_id=search_id, seq__gt=wanted[search_id]).order_by("seq")[:500]:
-            out.append((search_id, event_message(event)))
+    for owner_id in moved:
+        events = stream.event.objects.filter(**{stream.field: owner_id}, seq__gt=wanted[owner_id]).order_by("seq")
+        out.extend((owner_id, event_message(event)) for event in events[:500])
     return out
 
 
-poller = Poller()
+poller = Poller(SEARCHES)
+problem_poller = Poller(PROBLEMS)
+POLLERS = {SEARCHES.name: poller, PROBLEMS.name: problem_poller}
 
 
-def subscribe(search_id: int, committed: int) -> bool:
+def subscribe(search_id: int, committed: int, stream: Stream = SEARCHES) -> bool:
     """Called by each websocket consumer once it joined a search's group, having read the events
     committed up to `committed`. True when pushes it did not hear may have gone out before it
     joined, so it must read the backlog again: always with Redis (a writer pushes at any time),
     in embedded mode only when this process's poller is already past `committed`."""
     if settings.LIVE_UPDATES == "poll":
-        return poller.watch(search_id, committed) > committed
+        return POLLERS[stream.name].watch(search_id, committed) > committed
     return True
 
 
-def unsubscribe(search_id: int) -> None:
+def unsubscribe(search_id: int, stream: Stream = SEARCHES) -> None:
     if settings.LIVE_UPDATES == "poll":
-        poller.unwatch(search_id)
+        POLLERS[stream.name].unwatch(search_id)

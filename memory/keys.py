@@ -47,6 +47,25 @@ def technique_of(tag: str) -> str:
     return _ALIASES.get(slug, "other")
 
 
+# Words in a title or slug that name a technique plainly enough to tag a written idea (the playbook's recipes).
+_WORDS = (("wgmma", "tensor-cores"), ("tensor", "tensor-cores"), ("mma", "tensor-cores"), ("tf32", "precision"),
+          ("float4", "vectorised-loads"), ("vector", "vectorised-loads"), ("simd", "vectorised-loads"),
+          ("shuffle", "warp-reductions"), ("warp", "warp-reductions"), ("persistent", "persistent"),
+          ("grid stride", "persistent"), ("tile", "tiling"), ("shared", "tiling"), ("blocking", "tiling"),
+          ("buffer", "tiling"), ("fuse", "fusion"), ("fused", "fusion"), ("graph", "cuda-graphs"),
+          ("online", "algorithm"), ("gemm", "algorithm"), ("interchange", "memory-layout"), ("order", "memory-layout"),
+          ("openmp", "launch-config"), ("block", "launch-config"), ("thread", "launch-config"))
+
+
+def technique_in(text: str) -> str:
+    """The technique a title or slug names plainly ("float4_grid_stride" -> vectorised-loads), else "other"."""
+    words = re.sub(r"[^a-z0-9]+", " ", (text or "").lower())
+    for word, technique in _WORDS:
+        if re.search(rf"\b{word}", words):
+            return technique
+    return "other"
+
+
 def shape_class(min_bytes: float | None) -> str:
     """"small", "medium" or "large" by the bytes a problem must move; "unknown" before validation says."""
     if not min_bytes:

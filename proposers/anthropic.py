@@ -25,13 +25,16 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anthropic
 from django.conf import settings
 
-from . import pack, prompts
-from .base import Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError
+from memory.keys import technique_of
+
+from . import agent, pack, prompts
+from .base import (Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
+                   merge_exchanges)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ class AnthropicProposer(Proposer):
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,
                  timeout: float | None = None, gate: Gate | None = None, thinking: int = 0,
-                 step_models: dict | None = None, cache_ttl: str | None = None):
+                 step_models: dict | None = None, cache_ttl: str | None = None, tools: Toolbox | None = None):
         api_key = os.environ.get("ANTHROPIC_API_KEY", "")
         if not api_key:
             raise ProposerError("ANTHROPIC_API_KEY is not set in this process's environment; the Anthropic proposer "
@@ -73,6 +76,10 @@ class AnthropicProposer(Proposer):
         self.ideas_max_tokens = ideas_max_tokens
         self.kernel_max_tokens = kernel_max_tokens
         self.gate = gate or Gate()
+        # Agent mode: kernel calls may compile, check and profile drafts (`tools`, runs in the evaluator's
+        # sandbox) before they submit. Every call offers the same tools: tools head the cached prefix.
+        self.toolbox = tools
+        self.tools = list(prompts.TOOLS) + (list(prompts.AGENT_TOOLS) if tools else [])
         self.closed = False
         self.timeout = timeout if timeout is not None else settings.ANTHROPIC_TIMEOUT
         # Retries are ours (below), so that a pause the API asks for reaches every caller of the key.
@@ -93,19 +100,19 @@ class AnthropicProposer(Proposer):
         return self._kernel_call(problem, prompts.starting_kernel_task(), "kernel")
 
     def ideas(self, problem, parent, tried, count, briefs=1):
-        task = prompts.ideas_task(tried, count, briefs)
+        task = prompts.ideas_task(tried, count, briefs, problem)
         subject = prompts.subject_block(problem, "parent", parent, self.cache_ttl)
         total, fresh, answered = None, [], False
-        seen = {pack.idea_key(t.title) for t in tried}
+        seen = {pack.repeat_key(t.title, t.technique) for t in tried}
         for attempt in range(2):  # one more try after an unparsable or repeating reply; both calls are paid for
             reply = self._call(problem, task, self.ideas_max_tokens, prompts.IDEAS_TOOL, "ideas", subject)
-            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            total = reply.exchange if total is None else merge_exchanges(total, reply.exchange)
             proposals = ideas_from_tool(reply.tool_input) if reply.tool_input is not None else parse_ideas(reply.text)
             if proposals or proposals is not None and _says_none(reply.tool_input):
                 answered = True  # an empty list in a well-formed call: no new ideas
                 repeats = []
                 for proposal in proposals:
-                    key = pack.idea_key(proposal.title)
+                    key = pack.repeat_key(proposal.title, proposal.technique)
                     if key in seen:
                         repeats.append(proposal.title)
                     else:
@@ -140,13 +147,22 @@ class AnthropicProposer(Proposer):
         then becomes an empty proposal saying why (a no-code node). Two replies without a tool call
         (the model may choose under tool_choice auto) are a failed call."""
         total, why = None, ""
+        left = self.toolbox.cap if self.toolbox else 0  # tool runs left to this kernel, across both tries
+        task += prompts.agent_note(left) if self.toolbox else ""
         for attempt in range(2):
-            reply = self._call(problem, task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why),
-                               self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
-            total = reply.exchange if total is None else _merge(total, reply.exchange)
+            asked = task if attempt == 0 else task + prompts.KERNEL_RETRY.format(why=why)
+            if self.toolbox:
+                reply, left = agent.converse(self._call, self.toolbox, problem=problem, task=asked, step=step,
+                                             subject=subject, max_tokens=self.kernel_max_tokens, left=left,
+                                             may_force=not (self.effort or self.thinking))
+            else:
+                reply = self._call(problem, asked, self.kernel_max_tokens, prompts.KERNEL_TOOL, step, subject)
+            total = reply.exchange if total is None else merge_exchanges(total, reply.exchange)
             source, why = kernel_from_reply(reply)
             if source:
-                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input)), total
+                lesson = lesson_of(reply.tool_input) if step == "repair" else ""
+                return KernelProposal(source=source, note=_note(reply), analysis=analysis_of(reply.tool_input),
+                                      lesson=lesson), total
             if reply.exchange.no_tool_replies:
                 why = f"it called no tool ({why})"
             log.warning("anthropic: kernel reply unusable (attempt %d): %s", attempt + 1, why)
@@ -155,9 +171,9 @@ class AnthropicProposer(Proposer):
         return KernelProposal(source="", note=f"the model's reply was unusable twice; the last: {why}"), total
 
     def _call(self, problem: ProblemContext, task: str, max_tokens: int, tool: dict, step: str,
-              subject: dict | None = None) -> "Reply":
+              subject: dict | None = None, turns: tuple = (), choice: dict | None = None) -> "Reply":
         """One request: the cached system blocks, then the kernel the task is about (`subject`, cached
-        too) and the task."""
+        too) and the task; then, in agent mode, the tool turns so far (`turns`)."""
         system = prompts.system_blocks(problem, self.cache_ttl)
         content = [subject, {"type": "text", "text": task}] if subject else task
         prompt_text = "\n\n".join(block["text"] for block in system) + "\n\n" + (subject or {}).get("text", "") + task
@@ -165,9 +181,10 @@ class AnthropicProposer(Proposer):
         exchange = Exchange(prompt=prompt_text, model=model)
         # The API refuses a forced tool while effort (or thinking) is set: then the model may choose.
         # Both tools go with every call: tools head the cached prefix, so they must not change.
-        choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
-        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": list(prompts.TOOLS),
-                   "tool_choice": choice, "messages": [{"role": "user", "content": content}]}
+        if choice is None:
+            choice = {"type": "auto"} if self.effort or self.thinking else {"type": "tool", "name": tool["name"]}
+        request = {"model": model, "max_tokens": max_tokens, "system": system, "tools": self.tools,
+                   "tool_choice": choice, "messages": [{"role": "user", "content": content}, *turns]}
         if self.effort:
             request["output_config"] = {"effort": self.effort}
         if self.thinking:  # the budget comes on top of the reply's own tokens (it must stay below max_tokens)
@@ -192,13 +209,16 @@ class AnthropicProposer(Proposer):
         thought = "".join(getattr(b, "thinking", "") for b in message.content if getattr(b, "type", "") == "thinking")
         tool_input = next((b.input for b in message.content
                            if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == tool["name"]), None)
+        content = agent.blocks_of(message.content)
+        uses = [b for b in content if b["type"] == "tool_use" and b["name"] != tool["name"]]
         # Counted: under tool_choice auto the model may answer in prose alone (asked again once by the caller).
-        exchange.no_tool_replies = int(tool_input is None and choice["type"] == "auto")
+        exchange.no_tool_replies = int(tool_input is None and not uses and choice["type"] == "auto")
         exchange.reply = text if tool_input is None else (
             (text + "\n\n" if text else "") + f"[{tool['name']}]\n" + json.dumps(tool_input, indent=1))
         if thought:  # the model's reasoning before its reply, kept with the exchange people read
             exchange.reply = f"[thinking]\n{thought}\n\n" + exchange.reply
-        return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange)
+        return Reply(text=text, tool_input=tool_input, stop_reason=message.stop_reason or "", exchange=exchange,
+                     content=content, uses=uses)
 
 
     def _send(self, request: dict):
@@ -267,6 +287,8 @@ class Reply:
     tool_input: object  # the tool call's input as decoded by the SDK, or None without a tool call
     stop_reason: str
     exchange: Exchange
+    content: list = field(default_factory=list)  # the reply's blocks as the next turn sends them back
+    uses: list = field(default_factory=list)  # its calls of tools other than the one asked for (agent mode)
 
 
 def _says_none(data) -> bool:
@@ -283,7 +305,16 @@ def ideas_from_tool(data) -> list[IdeaProposal]:
 def _idea(item: dict) -> IdeaProposal:
     briefs = item.get("briefs")
     briefs = [str(b).strip() for b in briefs if str(b).strip()] if isinstance(briefs, list) else []
-    return IdeaProposal(str(item.get("title", "")).strip()[:300], str(item.get("description", "")).strip(), briefs)
+    return IdeaProposal(str(item.get("title", "")).strip()[:300], str(item.get("description", "")).strip(), briefs,
+                        technique=technique_of(str(item.get("technique") or "")),
+                        expected_speedup=_speedup(item.get("expected_speedup")))
+
+
+def _speedup(value) -> float | None:
+    """A predicted speedup the model gave, when it is a plausible number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1000:
+        return float(value)
+    return None
 
 
 def kernel_from_reply(reply: "Reply") -> tuple[str, str]:
@@ -312,21 +343,16 @@ def analysis_of(data) -> dict:
         return {}
     analysis = {key: given[key].strip()[:ANALYSIS_CHARS] for key in ("bottleneck", "plan")
                 if isinstance(given.get(key), str) and given[key].strip()}
-    expected = given.get("expected_speedup")
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and 0 < expected < 1000:
-        analysis["expected_speedup"] = float(expected)
+    expected = _speedup(given.get("expected_speedup"))
+    if expected is not None:
+        analysis["expected_speedup"] = expected
     return analysis
 
 
-def _merge(first: Exchange, second: Exchange) -> Exchange:
-    return Exchange(
-        prompt=second.prompt, reply=first.reply + "\n\n----- retry -----\n\n" + second.reply, model=second.model,
-        input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
-        cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
-        cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
-        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
-        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
-    )
+def lesson_of(data) -> str:
+    """A repair's `lesson`, on one line and cut to prompts.LESSON_CHARS ("" when absent or not text)."""
+    given = data.get("lesson") if isinstance(data, dict) else None
+    return " ".join(given.split())[:prompts.LESSON_CHARS] if isinstance(given, str) else ""
 
 
 def _describe(exc: Exception) -> str:

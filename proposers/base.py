@@ -36,6 +36,25 @@ class Gate:
 
 
 @dataclass
+class ToolRun:
+    """A tool's answer to the model: `text` goes back as the tool_result."""
+
+    text: str
+    is_error: bool = False
+
+
+class Toolbox:
+    """Agent mode: what a kernel call may run on a draft before it submits (compile, check, profile),
+    at most `cap` runs per kernel; the engine's runs each in the evaluator's sandbox
+    (searches/engine/tools.py). This one runs nothing."""
+
+    cap = 0
+
+    def run(self, tool: str, arguments: dict) -> ToolRun:
+        return ToolRun(f"the tool {tool!r} is not available", is_error=True)
+
+
+@dataclass
 class Exchange:
     """What one proposer call cost and said: stored as a ProposerCall."""
 
@@ -49,6 +68,20 @@ class Exchange:
     cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written to the 1-hour cache (priced 2x input)
     duration_s: float = 0.0
     no_tool_replies: int = 0  # replies that called no tool where the model could choose (tool_choice auto)
+    tool_calls: int = 0  # agent mode: compile, check and profile runs made for this call
+
+
+def merge_exchanges(first: Exchange, second: Exchange, between: str = "\n\n----- retry -----\n\n") -> Exchange:
+    """Two requests of one call as one: the second's prompt, both replies, their tokens and counts summed."""
+    return Exchange(
+        prompt=second.prompt, reply=first.reply + between + second.reply, model=second.model,
+        input_tokens=first.input_tokens + second.input_tokens, output_tokens=first.output_tokens + second.output_tokens,
+        cache_read_tokens=first.cache_read_tokens + second.cache_read_tokens,
+        cache_write_tokens=first.cache_write_tokens + second.cache_write_tokens,
+        cache_write_1h_tokens=first.cache_write_1h_tokens + second.cache_write_1h_tokens,
+        duration_s=first.duration_s + second.duration_s, no_tool_replies=first.no_tool_replies + second.no_tool_replies,
+        tool_calls=first.tool_calls + second.tool_calls,
+    )
 
 
 @dataclass
@@ -65,6 +98,22 @@ class ProblemContext:
     eager_ms: float | None = None
     compile_ms: float | None = None
     bank: list = field(default_factory=list)  # KernelContext: the search's best kernels so far
+    # The team's record on similar problems (memory.bank.Stats, one per technique, best first): ideas calls only.
+    priors: list = field(default_factory=list)
+    prior_scope: str = ""  # what "similar" meant: "softmax, medium inputs, NVIDIA H200, CUDA through NVRTC"
+    menu: list = field(default_factory=list)  # (title, technique, description) of the playbook's recipes offered
+    prior_calibration: object = None  # memory.bank.Calibration of the ideas model on similar problems, if measured
+    lessons: list = field(default_factory=list)  # LessonShown: pitfalls the team approved on similar problems
+
+
+@dataclass
+class LessonShown:
+    """A lesson a person approved, as a prompt carries it: its key's fields, then its words (untrusted)."""
+
+    text: str
+    verdict: str  # the failure it came from, e.g. "incorrect"
+    reason_code: str = ""
+    technique: str = ""
 
 
 @dataclass
@@ -108,6 +157,7 @@ class TriedIdea:
     outcome: str  # e.g. "2/3 correct, best 1.8x vs compile" or "all failed: compile_error"
     reasons: list = field(default_factory=list)  # distinct runner reasons of its failed kernels
     briefs: tuple = ()  # (brief, how its kernel fared) per implementation
+    technique: str = ""  # memory.keys.TECHNIQUES slug
 
 
 @dataclass
@@ -115,6 +165,8 @@ class IdeaProposal:
     title: str
     description: str
     briefs: list = field(default_factory=list)  # K distinct implementation briefs, one per kernel call
+    technique: str = "other"  # memory.keys.TECHNIQUES slug, as the proposer tagged it
+    expected_speedup: float | None = None  # over the parent, as the proposer predicted
 
 
 @dataclass
@@ -123,6 +175,7 @@ class KernelProposal:
     name: str = ""
     note: str = ""
     analysis: dict = field(default_factory=dict)  # the model's own: {bottleneck, plan, expected_speedup}, any missing
+    lesson: str = ""  # a repair's one-line lesson for the team ("" when it gave none): proposed, not trusted
 
 
 class Proposer:

@@ -9,6 +9,8 @@ so every key may be missing: a missing one is left out, never guessed.
 
 import re
 
+from memory.keys import technique_of
+
 from .base import KernelContext, ProblemContext, TriedIdea
 
 BANK_TOKENS = 6000  # what the bank may take of a prompt (about 4 characters a token)
@@ -17,6 +19,9 @@ PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 LOG_CHARS = 4000  # the tail of a compile log or stderr that a repair sees
 REASONS_SHOWN = 3
 BRIEF_CHARS = 160  # of each brief in the ideas history
+PRIOR_TOKENS = 900  # what the team's priors may take of an ideas prompt
+PRIOR_TEXT_CHARS = 120  # of each title or failure reason another search wrote
+MENU_TOKENS = 600  # the playbook's recipes offered in a search's first ideas call
 
 
 def approx_tokens(text: str) -> int:
@@ -140,9 +145,15 @@ def idea_key(title: str) -> str:
     return " ".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
 
 
+def repeat_key(title: str, technique: str) -> tuple[str, str]:
+    """What makes a proposed idea a repeat of one tried: the same title (idea_key) with the same technique."""
+    return idea_key(title), technique_of(technique)
+
+
 def tried_line(idea: TriedIdea) -> str:
     reasons = "; ".join(r[:300] for r in idea.reasons[:REASONS_SHOWN])
-    line = f"- {idea.title}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")
+    tag = f" [{idea.technique}]" if idea.technique and idea.technique != "other" else ""
+    line = f"- {idea.title}{tag}: {idea.description} => {idea.outcome}" + (f" (why: {reasons})" if reasons else "")
     return line + "".join(f"\n  - brief {i + 1}: {brief[:BRIEF_CHARS]} => {fared}"
                           for i, (brief, fared) in enumerate(idea.briefs))
 
@@ -162,3 +173,52 @@ def compile_log(text: str, chars: int = LOG_CHARS) -> str:
     if first is None:
         return log_tail(text, chars)
     return "\n".join(lines[max(0, first - 1):])[:chars]
+
+
+def prior_line(stats) -> str:
+    """One technique's record (memory.bank.Stats) as structured numbers only: no one's words."""
+    line = (f"- {stats.technique} (rated {stats.rating:.2f}): {stats.attempts} idea(s), {stats.successes} faster "
+            "than their parent")
+    line += f" ({stats.success_rate:.0%})"
+    if stats.median_gain is not None:
+        line += f", median gain {stats.median_gain:.2f}x, best {stats.best_gain:.2f}x"
+    if stats.cost_usd:
+        line += f", ${stats.cost_usd / stats.attempts:.3f} an idea"
+    return line
+
+
+def prior_words(stats) -> list[str]:
+    """What other searches' ideas said (titles that worked, reasons of failures), each capped: for a fence."""
+    words = [f"{stats.technique} worked: {title[:PRIOR_TEXT_CHARS]} ({gain:.2f}x)" for title, gain in stats.examples]
+    words += [f"{stats.technique} failed {count}x: {reason[:PRIOR_TEXT_CHARS]}" for reason, count in stats.failures]
+    return words
+
+
+def fit_priors(priors: list, budget_tokens: int = PRIOR_TOKENS) -> tuple[list[str], list[str]]:
+    """(lines, words) of the best-rated techniques that fit the budget together; those never tried on the
+    similar problems share one line, each with its rating."""
+    untried = [s for s in priors if not s.attempts]
+    lines = ["- not tried on similar problems yet: " + ", ".join(f"{s.technique} (rated {s.rating:.2f})"
+                                                                  for s in untried)] if untried else []
+    words, used = [], approx_tokens(lines[0]) if lines else 0
+    for stats in (s for s in priors if s.attempts):
+        line, said = prior_line(stats), prior_words(stats)
+        cost = approx_tokens(line + "".join(said))
+        if used + cost > budget_tokens:
+            break
+        lines.insert(len(lines) - bool(untried), line)
+        words += said
+        used += cost
+    return lines, words
+
+
+def fit_menu(menu: list, budget_tokens: int = MENU_TOKENS) -> list[str]:
+    """The playbook's recipes as "title [technique]: description" lines, within the budget."""
+    lines, used = [], 0
+    for title, technique, description in menu:
+        line = f"- {title} [{technique}]: {description[:PRIOR_TEXT_CHARS * 2]}"
+        if used + approx_tokens(line) > budget_tokens:
+            break
+        lines.append(line)
+        used += approx_tokens(line)
+    return lines

@@ -7,11 +7,19 @@ the playbook package, which reads the problem's source but never runs it.
 """
 
 import playbook as book
+from memory.keys import technique_in
 
 from . import pack
 from .base import Exchange, IdeaProposal, KernelProposal, Proposer, ProposerError
 
 FAMILY_NAMES = ("softmax", "layernorm", "matmul", "conv2d", "conv_relu_maxpool", "elementwise", "reduction")
+
+
+def menu(family: str, device: str) -> list[tuple[str, str, str]]:
+    """(title, technique, description) of the playbook's ideas for a family and target, offered to a model."""
+    if not supports(family, device):
+        return []
+    return [(r.title, technique_in(r.slug), r.description) for r in book.recipes(family, device)[1:]]
 
 
 def supports(family: str, device: str) -> bool:
@@ -33,7 +41,8 @@ class PlaybookProposer(Proposer):
         recipes = self._recipes(problem)
         done = {pack.idea_key(idea.title) for idea in tried}
         fresh = [recipe for recipe in recipes[1:] if pack.idea_key(recipe.title) not in done][:max(count, 0)]
-        proposals = [IdeaProposal(recipe.title, recipe.description) for recipe in fresh]
+        proposals = [IdeaProposal(recipe.title, recipe.description, technique=technique_in(recipe.slug))
+                     for recipe in fresh]
         left = len([r for r in recipes[1:] if pack.idea_key(r.title) not in done]) - len(fresh)
         note = "" if left else " The playbook has no further ideas for this family and target."
         reply = "\n".join(f"- {idea.title}" for idea in proposals) or "(no untried ideas left)"

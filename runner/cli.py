@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from . import api
+from .common import rules
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,6 +30,13 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--rtol", type=float)
     evaluate.add_argument("--allow-library", action="store_true",
                           help="allow forward to compute with PyTorch/library calls")
+    evaluate.add_argument("--rule", choices=rules.RULES + tuple(rules.ALIASES), default=rules.KERNELLAB,
+                          help="the correctness rule: KernelLab's (default), KernelBench's v0.1 (atol = rtol = 1e-2) "
+                               "or its main branch's (1e-4 for fp32); runner/common/rules.py")
+    evaluate.add_argument("--compile-only", action="store_true",
+                          help="stop once the kernel builds: status compiled, or why not (nothing judged)")
+    evaluate.add_argument("--untimed", action="store_true",
+                          help="judge its correctness only, nothing timed (no speed, no profile)")
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
@@ -49,6 +57,9 @@ def _common(command) -> None:
     command.add_argument("--seed", type=int)
     command.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit in seconds (default 300)")
     command.add_argument("--json", action="store_true", help="print the result as JSON")
+    command.add_argument("--baselines", type=lambda text: [k for k in text.split(",") if k], default=[],
+                         help="more baselines beside eager and torch.compile's default, comma-separated: "
+                              "reduce-overhead, max-autotune, cudagraph (CUDA-only ones skipped elsewhere, with why)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,11 +74,14 @@ def main(argv: list[str] | None = None) -> int:
             return _probe(args.device, args.load_inline)
         problem = _read(args.problem)
         if args.command == "validate":
-            result = api.validate(problem, device=args.device, timeout=args.timeout, seed=args.seed)
+            result = api.validate(problem, device=args.device, timeout=args.timeout, seed=args.seed,
+                                  more_baselines=args.baselines)
         else:
             result = api.evaluate(problem, _read(args.kernel), device=args.device, seed=args.seed,
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol,
-                                  allow_library=args.allow_library)
+                                  allow_library=args.allow_library, rule=args.rule,
+                                  more_baselines=args.baselines, compile_only=args.compile_only,
+                                  untimed=args.untimed)
     except api.RunnerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -76,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _probe(device: str, load_inline: bool) -> int:
-    from .sandbox import Sandbox
+    from .host.sandbox import Sandbox
 
     sandbox = Sandbox(device)
     environment = sandbox.wait_ready()
@@ -105,6 +119,17 @@ def summary(result: dict) -> str:
     if baseline.get("eager_ms") is not None:
         lines.append(f"eager {baseline['eager_ms']:.4f} ms, torch.compile "
                      f"{baseline['compile_ms'] if baseline['compile_ms'] is None else round(baseline['compile_ms'], 4)} ms")
+    rule, kernelbench = result.get("rule") or {}, result.get("kernelbench") or {}
+    if rule.get("name", rules.KERNELLAB) != rules.KERNELLAB:
+        lines.append(f"rule: {rule['name']} ({rule['version']}): allclose to the reference ({rule['reference']}), "
+                     f"{rule['trials']} trials")
+    if kernelbench.get("speedup_vs_eager"):
+        lines.append(f"KernelBench's statistic: mean {kernelbench['mean_ms']:.4f} ms, eager mean "
+                     f"{kernelbench['eager_mean_ms']:.4f} ms, speedup {kernelbench['speedup_vs_eager']:.2f}x")
+    for kind, row in (baseline.get("more") or {}).items():
+        speedup = (result.get("speedup_vs_more") or {}).get(kind)
+        lines.append(f"{kind}: skipped ({row['skipped']})" if row["ms"] is None else
+                     f"{kind} {row['ms']:.4f} ms" + (f", speedup {speedup:.2f}x" if speedup else ""))
     if result.get("speedup_vs_eager"):
         lines.append(f"speedup vs eager {result['speedup_vs_eager']:.2f}x"
                      + (f", vs torch.compile {result['speedup_vs_compile']:.2f}x" if result.get("speedup_vs_compile") else ""))

@@ -45,7 +45,9 @@ def _entry(sample: dict, mode: str) -> dict:
         "correctness": sample["correct"],
         "metadata": {"scoring_mode": mode, "verdict": kernel.status if kernel else "none",
                      "reason": kernel.reason if kernel else "", "kernel_code": str(kernel.code) if kernel else "",
-                     "hardware": kernel.device_name if kernel else ""},
+                     "hardware": kernel.device_name if kernel else "",
+                     # the rule the runner judged by; under KernelBench's mode a "kernellab" verdict was read off
+                     "judged_by": sample.get("judged_by", "kernellab")},
         "runtime": runtime if timed else -1.0,
         "runtime_stats": {_STATISTIC[mode]: runtime, "statistic": _STATISTIC[mode]} if timed else {},
     }
@@ -57,7 +59,9 @@ def _baseline(row) -> dict:
     sample 0 needs."""
     first = next((s for s in row["samples"] if s["sample"] == 0), None)
     if first and first["correct"] and first["runtime_ms"] and first["speedup"]:
-        return {"mean": first["runtime_ms"] * first["speedup"], "statistic": "median"}
+        # the runner's KernelBench verdict divides eager's mean by the kernel's; otherwise eager's median
+        return {"mean": first["runtime_ms"] * first["speedup"],
+                "statistic": "mean" if first.get("source") == "runner" else "median"}
     validated = ((row["problem"].validation or {}).get("baseline") or {}).get("eager_ms")
     return {"mean": validated if validated else -1.0, "statistic": "median"}
 

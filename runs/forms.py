@@ -3,6 +3,8 @@ from django.core.exceptions import ValidationError
 
 from searches.forms import ZIP_MAX_BYTES
 
+from .models import MORE_BASELINES, Rule
+
 
 class RejudgeForm(forms.Form):
     """A KernelBench runs folder, zipped, judged as one run of the suite."""
@@ -12,6 +14,18 @@ class RejudgeForm(forms.Form):
                               help_text="level_1_problem_19_sample_0_kernel.py files (sample ids kept), or the older "
                                         "level1/19_ReLU/kernel.py and N_....py layouts.")
     allow_library = forms.BooleanField(required=False, label="Allow library calls (KernelBench allows them)")
+    rule = forms.ChoiceField(choices=Rule.choices, initial=Rule.KERNELLAB, required=False, label="Correctness rule",
+                             help_text="KernelBench's: the fp32 reference on the same device, allclose, 5 trials, "
+                                       "both models built under one seed; its kernels stay out of KernelLab's "
+                                       "rankings.")
+
+    baselines = forms.MultipleChoiceField(choices=MORE_BASELINES, required=False, widget=forms.CheckboxSelectMultiple,
+                                          label="More baselines",
+                                          help_text="Timed by the runner beside eager and torch.compile's default; "
+                                                    "CUDA-only ones are skipped on the CPU, with the reason.")
+
+    def clean_rule(self):
+        return self.cleaned_data.get("rule") or Rule.KERNELLAB
 
     def clean_archive(self):
         archive = self.cleaned_data["archive"]

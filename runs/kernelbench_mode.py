@@ -10,20 +10,37 @@ and times with the mean of its trials. From a KernelLab verdict:
 - anything else (build error, crash, cheat caught): not correct.
 Speedup: the eager time measured beside the kernel over the kernel's mean (KernelBench's statistic);
 the eager side stays the runner's estimate (its median), which the numbers' label says.
+
+A verdict the runner made under KernelBench's rule (a run whose rule is KernelBench's; the verdict's
+`rule` names it) is used as it is: its status decides, whatever KernelLab's quarantine says, and its
+speedup is the eager mean over the kernel's mean. Each sample says which of the two made its number.
 """
 
 from searches.models import Verdict
 
 MODE = "KernelBench"
 ATOL = RTOL = 1e-2
-LIBRARY_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/findings.py
+LIBRARY_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/common/findings.py
 OVER = 10.0  # KernelBench counts speedups past 10x like any other; they are flagged beside the number
+
+
+RUNNER, DERIVED = "runner", "derived"  # judged by the runner under KernelBench's rule; read off KernelLab's verdict
+
+
+def judged_by(result: dict | None) -> str:
+    """The rule that made a stored verdict: "kernellab", "kernelbench" (v0.1) or "kernelbench-main"."""
+    return ((result or {}).get("rule") or {}).get("name") or "kernellab"
 
 
 def verdict(kernel, result: dict | None, allow_library: bool) -> tuple[bool, float | None, str]:
     """(correct, speedup vs eager, flag) of one kernel under KernelBench's rule; flag is "" or
     "undecided" (the stored verdict cannot say)."""
     result = result or {}
+    if judged_by(result) != "kernellab":  # the runner's own KernelBench verdict
+        if result.get("status") != Verdict.CORRECT:  # library calls refused by the run, not by KernelBench's rule
+            undecided = result.get("reason_code") in LIBRARY_CODES and not allow_library
+            return False, None, "undecided" if undecided else ""
+        return True, (result.get("kernelbench") or {}).get("speedup_vs_eager"), ""
     if kernel.status == Verdict.CORRECT:
         return True, _speedup(kernel, result), ""
     if kernel.status == Verdict.INCORRECT:

@@ -11,6 +11,16 @@ from django.conf import settings
 from django.db import models
 
 
+class Rule(models.TextChoices):
+    KERNELLAB = "kernellab", "KernelLab"
+    KERNELBENCH = "kernelbench", "KernelBench v0.1 (allclose, atol = rtol = 1e-2)"
+    KERNELBENCH_MAIN = "kernelbench-main", "KernelBench main (allclose, 1e-4 for fp32)"
+
+
+MORE_BASELINES = (("reduce-overhead", "torch.compile reduce-overhead"), ("max-autotune", "torch.compile max-autotune"),
+                  ("cudagraph", "CUDA graphs of the eager model"))
+
+
 class Run(models.Model):
     class Source(models.TextChoices):
         REJUDGE = "rejudge", "Re-judged files"
@@ -28,6 +38,12 @@ class Run(models.Model):
     shape = models.JSONField(default=dict, blank=True)  # rounds/parents/ideas/kernels, budgets
     language = models.CharField(max_length=16, blank=True)
     allow_library = models.BooleanField(default=False)
+    # The correctness rule its kernels are judged by (runner/common/rules.py): KernelLab's, or KernelBench's,
+    # whose verdicts runs/kernelbench_mode.py reads as they are; KernelLab's scores then have no kernel.
+    rule = models.CharField(max_length=24, choices=Rule.choices, default=Rule.KERNELLAB)
+    # Baselines its kernels are timed against beside eager and torch.compile's default (any of
+    # MORE_BASELINES, as the runner names them; CUDA-only ones are skipped on the CPU, with the reason).
+    baselines = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -63,3 +79,27 @@ class RunSearch(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "search"], name="run_search_once")]
+
+
+class PublishedBaseline(models.Model):
+    """A baseline time someone else published for a problem (KernelBench's results/timing files), matched
+    to the problem by its source's sha256, never by file name. Measured on `gpu`, not on this host's:
+    pages name the GPU and the publisher beside every such number."""
+
+    problem = models.ForeignKey("searches.Problem", on_delete=models.CASCADE, related_name="published_baselines")
+    publisher = models.CharField(max_length=100)  # e.g. "KernelBench H100_Modal"
+    config = models.CharField(max_length=100)  # "eager", "torch.compile inductor default", ...
+    gpu = models.CharField(max_length=200)  # the file's own "hardware"
+    file = models.CharField(max_length=300)  # the problem's file in the publisher's layout, for reference only
+    mean_ms = models.FloatField()
+    std_ms = models.FloatField(null=True, blank=True)
+    trials = models.PositiveIntegerField(null=True, blank=True)
+    loaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["publisher", "config"]
+        constraints = [models.UniqueConstraint(fields=["problem", "publisher", "config"],
+                                               name="published_baseline_once")]
+
+    def __str__(self):
+        return f"{self.publisher} {self.config} on {self.gpu}: {self.mean_ms} ms"

@@ -9,6 +9,7 @@ from searches.models import BenchmarkRun, Kernel, Suite, Verdict
 
 from . import kernelbench_mode, scoring
 from .models import Run, RunKernel, RunSearch
+from .published import published_for
 
 BASELINES = ("eager", "compile")
 MODE = "KernelLab"  # the default correctness and timing rule; every number names the one that made it
@@ -29,11 +30,23 @@ def run_entries(run: Run) -> list[tuple[int, int, Kernel]]:
     return entries
 
 
-def _sample(sample: int, kernels, baseline: str) -> dict:
+def run_baselines(run: Run) -> tuple[str, ...]:
+    """The baselines a run's speedups can be read against: eager, torch.compile's default, and its own."""
+    return BASELINES + tuple(run.baselines or ())
+
+
+def _speed(baseline: str, results: dict):
+    """A kernel's speedup against `baseline`: on its row for eager and compile, else its latest verdict's."""
+    if baseline in BASELINES:
+        return lambda k: getattr(k, f"speedup_vs_{baseline}")
+    return lambda k: ((results.get(k.pk) or {}).get("speedup_vs_more") or {}).get(baseline)
+
+
+def _sample(sample: int, kernels, speed) -> dict:
     trusted = [k for k in kernels if k.status == Verdict.CORRECT and not k.quarantined]
-    speedups = [getattr(k, f"speedup_vs_{baseline}") for k in trusted]
+    speedups = [speed(k) for k in trusted]
     speedups = [v for v in speedups if v is not None]
-    best = max(trusted, key=lambda k: getattr(k, f"speedup_vs_{baseline}") or 0, default=None)
+    best = max(trusted, key=lambda k: speed(k) or 0, default=None)
     return {"sample": sample, "correct": bool(trusted), "speedup": max(speedups) if speedups else None,
             "kernel": best or (kernels[0] if kernels else None), "runtime_ms": best.median_ms if best else None,
             "pending": any(k.status in _UNFINISHED for k in kernels)}
@@ -44,9 +57,11 @@ def _kernelbench_sample(sample: int, kernels, results: dict, allow_library: bool
     correct = [(k, speedup) for k, ok, speedup, _ in judged if ok]
     best = max(correct, key=lambda item: item[1] or 0, default=(kernels[0] if kernels else None, None))
     mean = ((results.get(best[0].pk) or {}).get("timing") or {}).get("mean_ms") if correct else None
+    rule = kernelbench_mode.judged_by(results.get(best[0].pk)) if best[0] is not None else "kernellab"
     return {"sample": sample, "correct": bool(correct), "speedup": best[1], "kernel": best[0], "runtime_ms": mean,
             "pending": any(k.status in _UNFINISHED for k in kernels),
-            "undecided": not correct and any(flag == "undecided" for *_, flag in judged)}
+            "undecided": not correct and any(flag == "undecided" for *_, flag in judged),
+            "source": kernelbench_mode.DERIVED if rule == "kernellab" else kernelbench_mode.RUNNER, "judged_by": rule}
 
 
 def _latest_results(kernel_ids) -> dict:
@@ -65,16 +80,27 @@ def run_table(run: Run, baseline: str = "eager", mode: str = MODE) -> list[dict]
     entries = run_entries(run)
     for member_id, sample, kernel in entries:
         grouped.setdefault(member_id, {}).setdefault(sample, []).append(kernel)
-    results = _latest_results([k.pk for *_, k in entries]) if mode != MODE else {}
+    results = _latest_results([k.pk for *_, k in entries]) if mode != MODE or baseline not in BASELINES else {}
+    speed = _speed(baseline, results)
+    members = list(run.suite.members.select_related("problem").order_by("level", "number", "id"))
+    published = published_for(m.problem_id for m in members)
     rows = []
-    for member in run.suite.members.select_related("problem").order_by("level", "number", "id"):
+    for member in members:
         by_sample = grouped.get(member.pk, {})
-        samples = [_sample(s, by_sample[s], baseline) if mode == MODE
+        samples = [_sample(s, by_sample[s], speed) if mode == MODE
                    else _kernelbench_sample(s, by_sample[s], results, run.allow_library) for s in sorted(by_sample)]
         rows.append({"member": member, "problem": member.problem, "level": member.level, "number": member.number,
                      "samples": samples, "degenerate": member.problem.degenerate,
+                     "published": published.get(member.problem_id, []),  # measured elsewhere, on their GPU
                      "sample0": scoring.pick(samples, "sample0"), "best": scoring.pick(samples, "best")})
     return rows
+
+
+def _skipped(run: Run, baseline: str) -> list[str]:
+    """Why the runner did not time `baseline` for some of the run's kernels (a CUDA-only one on the CPU)."""
+    results = _latest_results([k.pk for *_, k in run_entries(run)]).values()
+    reasons = {(((r or {}).get("baseline") or {}).get("more") or {}).get(baseline, {}).get("skipped") for r in results}
+    return sorted(reason for reason in reasons if reason)
 
 
 def run_scores(run: Run, baseline: str = "eager", mode: str = MODE) -> dict:
@@ -82,7 +108,7 @@ def run_scores(run: Run, baseline: str = "eager", mode: str = MODE) -> dict:
     "best of N", pass@k, and the per-problem table; every number named by mode, rule and baseline.
     Flagged beside them: degenerate problems and speedups past 10x (counted as KernelBench counts
     them), and in KernelBench's mode the samples its rule cannot decide from stored verdicts."""
-    baseline = "eager" if mode != MODE else baseline
+    baseline = "eager" if mode != MODE or baseline not in run_baselines(run) else baseline
     rows = run_table(run, baseline, mode)
     samples = [r["samples"] for r in rows]
     best = [r["best"] for r in rows]
@@ -95,6 +121,13 @@ def run_scores(run: Run, baseline: str = "eager", mode: str = MODE) -> dict:
         "flags": {"degenerate": sum(1 for r in rows if r["degenerate"]),
                   "over_10x": sum(1 for ok, v in best if ok and v is not None and v > kernelbench_mode.OVER),
                   "undecided": sum(1 for s in samples for x in s if x.get("undecided"))},
+        # which rule made the numbers: under KernelBench's mode, samples the runner judged by KernelBench's
+        # rule and samples read off KernelLab's verdicts; under KernelLab's, a run judged by another rule
+        # has no KernelLab verdict (its correct kernels are out of KernelLab's rankings)
+        "judged_by": run.rule,
+        "skipped": _skipped(run, baseline) if baseline not in BASELINES else [],
+        "sources": {source: sum(1 for s in samples for x in s if x.get("source") == source)
+                    for source in (kernelbench_mode.RUNNER, kernelbench_mode.DERIVED)},
     }
 
 

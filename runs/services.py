@@ -6,7 +6,7 @@ from django.db import transaction
 from searches import services as searches
 from searches.models import Suite
 
-from .models import Run, RunKernel, RunSearch
+from .models import MORE_BASELINES, Rule, Run, RunKernel, RunSearch
 
 # The search configuration's shape and budgets, as a run states them.
 _SHAPE = ("rounds", "parents_per_round", "ideas_per_parent", "kernels_per_idea", "max_candidates", "max_tokens",
@@ -23,12 +23,22 @@ def _new_run(*, suite: Suite, name: str, user, **config) -> Run:
 
 
 @transaction.atomic
-def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = False, progress=None):
+def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = False, rule: str = Rule.KERNELLAB,
+                baselines=(), progress=None):
     """Judge a folder of solutions (KernelBench's runs layout or the older ones) as one run: each
-    file becomes a kernel of the problem with its level and number, keeping its sample id."""
+    file becomes a kernel of the problem with its level and number, keeping its sample id, judged by
+    the run's correctness rule (KernelLab's, or KernelBench's in the runner)."""
     files = list(files)
-    run = _new_run(suite=suite, name=name, user=user, source=Run.Source.REJUDGE, allow_library=allow_library)
-    rows = searches.suite_sweep(user=user, suite=suite, files=files, progress=progress, allow_library=allow_library)
+    if rule not in Rule.values:
+        raise ValidationError(f"No correctness rule named “{rule}”.", code="rule")
+    known = [kind for kind, _ in MORE_BASELINES]
+    if set(baselines) - set(known):
+        raise ValidationError(f"Baselines are among {', '.join(known)}.", code="baselines")
+    baselines = [kind for kind in known if kind in baselines]
+    run = _new_run(suite=suite, name=name, user=user, source=Run.Source.REJUDGE, allow_library=allow_library,
+                   rule=rule, baselines=baselines)
+    rows = searches.suite_sweep(user=user, suite=suite, files=files, progress=progress, allow_library=allow_library,
+                                rule=rule, baselines=baselines)
     members = {m.problem_id: m for m in suite.members.all()}
     entries = [RunKernel(run=run, member=members[row.problem.pk], kernel=row.kernel, sample=row.sample)
                for row in rows if row.kernel is not None]

@@ -21,13 +21,13 @@ from searches.models import Suite
 
 from .forms import RejudgeForm
 from .models import Run
-from .selectors import BASELINES, MODES, run_scores, runs_comparison, suite_runs
+from .selectors import BASELINES, MODES, run_baselines, run_scores, runs_comparison, suite_runs
 from .services import run_rejudge, run_start_searches
 
 
-def _baseline(request) -> str:
+def _baseline(request, allowed=BASELINES) -> str:
     asked = request.GET.get("baseline", "eager")
-    return asked if asked in BASELINES else "eager"
+    return asked if asked in allowed else "eager"
 
 
 def _mode(request) -> str:
@@ -62,7 +62,8 @@ def suite_rejudge(request, code):
         try:
             files = searches_services.files_from_zip(form.cleaned_data["archive"])
             run, rows = run_rejudge(user=request.user, suite=suite, files=files, name=form.cleaned_data["name"],
-                                    allow_library=form.cleaned_data["allow_library"])
+                                    allow_library=form.cleaned_data["allow_library"], rule=form.cleaned_data["rule"],
+                                    baselines=form.cleaned_data["baselines"])
         except ValidationError as error:
             form.add_error(None, error)
         else:
@@ -104,10 +105,11 @@ def run_start(request, code):
 @require_GET
 def run_detail(request, code):
     run = get_object_or_404(Run.objects.select_related("suite"), code=code)
-    score = run_scores(run, _baseline(request))
+    baselines = run_baselines(run)
+    score = run_scores(run, _baseline(request, baselines))
     kernelbench = run_scores(run, mode=MODES[1])  # beside it, KernelBench's rule from the same samples
     return render(request, "runs/detail.html", {"score": score, "kernelbench": kernelbench, "run": run,
-                                                "baselines": BASELINES, "charts": _charts([score], "best")})
+                                                "baselines": baselines, "charts": _charts([score], "best")})
 
 
 @login_required
@@ -119,9 +121,11 @@ def run_compare(request):
     if len(runs) < 2 or len(runs) != len(set(codes)) or len({r.suite_id for r in runs}) != 1:
         return HttpResponseBadRequest("Choose two or more runs of one suite to compare.")
     rule = request.GET.get("rule") if request.GET.get("rule") in ("sample0", "best") else "best"
-    comparison = runs_comparison(runs, _baseline(request), _mode(request))
+    # the baselines every compared run was timed against
+    baselines = tuple(b for b in run_baselines(runs[0]) if all(b in run_baselines(r) for r in runs))
+    comparison = runs_comparison(runs, _baseline(request, baselines), _mode(request))
     return render(request, "runs/compare.html", {"comparison": comparison, "suite": runs[0].suite, "rule": rule,
-                                                 "baselines": BASELINES, "modes": MODES, "codes": codes,
+                                                 "baselines": baselines, "modes": MODES, "codes": codes,
                                                  "charts": _charts(comparison["scores"], rule)})
 
 

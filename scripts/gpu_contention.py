@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner import api, bench  # noqa: E402
+from runner import api  # noqa: E402
+from runner import bench  # noqa: E402
 from tests.runner.corpus import cases, read  # noqa: E402
 
 IN_FLIGHT = 4

@@ -1,5 +1,5 @@
 """Validate KernelBench's problems (tests/fixtures/kernelbench) at full size on the GPU and record
-which the runner names degenerate (runner/degenerate.py), for docs/BENCHMARKS.md.
+which the runner names degenerate (runner/inside/degenerate.py), for docs/BENCHMARKS.md.
 
     usage (on the GPU host, from the repo root, after `source scripts/gpu_env.sh`):
         OUT=/tmp/out python3 scripts/gpu_degenerate.py [--max-seconds 480] [levels ...]

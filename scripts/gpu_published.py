@@ -36,9 +36,9 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("KERNELLAB_BASELINE_COMPILE", "0")  # torch.compile's baseline is not needed here
 
 import runner  # noqa: E402  (plain Python: loads neither torch nor CUDA)
-import runner.evaluation  # noqa: E402
-from runner import findings  # noqa: E402
-from runner.checks import check_findings  # noqa: E402
+import runner.host.evaluation  # noqa: E402
+from runner.common import findings  # noqa: E402
+from runner.host.checks import check_findings  # noqa: E402
 
 
 def kernels(args) -> list[dict]:
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.run_refused:
-        runner.evaluation.check_findings = _refusals_as_advisories
+        runner.host.evaluation.check_findings = _refusals_as_advisories
     out_dir = Path(args.out or os.environ.get("OUT") or "/tmp/kernellab-published")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "published.json"

@@ -131,6 +131,11 @@ class SearchKnobs(forms.Form):
     thinking_tokens = forms.IntegerField(min_value=0, max_value=64000, initial=0, required=False,
                                          label="Thinking budget (tokens, Anthropic)",
                                          help_text="The model reasons before each reply; 0: off, else at least 1024.")
+    agent_mode = forms.BooleanField(required=False, label="Agent mode (Anthropic)",
+                                    help_text="Kernel calls may compile, check and profile drafts in the sandbox "
+                                              "before submitting; each run counts as a candidate.")
+    agent_tool_calls = forms.IntegerField(min_value=1, max_value=20, initial=4, required=False,
+                                          label="Tool calls per kernel (agent mode)")
     language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False, label="Kernel language",
                                  help_text="Stated in every prompt; it must fit the device.")
     rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
@@ -149,6 +154,19 @@ class SearchKnobs(forms.Form):
                                           label="Stop a branch at % of speed of light",
                                           help_text="e.g. 90: a kernel at 90% of its floor gets no more ideas; 0: never.")
     allow_library = forms.BooleanField(required=False, label="Allow library calls (cuBLAS, torch ops) in kernels")
+    prior_weight = forms.IntegerField(min_value=0, max_value=100, initial=50, required=False,
+                                      label="How much the team's priors may steer (%)",
+                                      help_text="Ideas calls see what worked on similar problems and ideas are "
+                                                "ranked by it; 0: the bank off.")
+    seed_from_team = forms.BooleanField(required=False, label="Start from the team's memory",
+                                        help_text="The best trusted kernels of similar problems are judged here "
+                                                  "first, and the first ideas call is offered the playbook's recipes.")
+    stop_points_per_dollar = forms.FloatField(min_value=0, initial=0, required=False,
+                                              label="Stop under this gain per dollar (points)",
+                                              help_text="Ends the search once its last 2 rounds bought fewer percent "
+                                                        "points of speedup per dollar; 0: never.")
+    private = forms.BooleanField(required=False, label="Private",
+                                 help_text="Its results stay out of other people's priors and Ideas page.")
     max_candidates = forms.IntegerField(min_value=1, required=False, label="Budget: candidates")
     max_tokens = forms.IntegerField(min_value=1, required=False, label="Budget: tokens")
     max_cost_usd = forms.FloatField(min_value=0.01, required=False, label="Budget: cost (USD)")
@@ -157,7 +175,8 @@ class SearchKnobs(forms.Form):
         data = dict(self.cleaned_data)
         for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("profiled_kernels", 2),
                              ("stale_rounds", 0), ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
-                             ("kernel_model", ""), ("repair_model", "")):
+                             ("kernel_model", ""), ("repair_model", ""), ("agent_tool_calls", 4), ("prior_weight", 50),
+                             ("stop_points_per_dollar", 0.0)):
             if data.get(key) in (None, ""):
                 data[key] = default
         return data
@@ -166,6 +185,8 @@ class SearchKnobs(forms.Form):
 class SearchStartForm(SearchKnobs):
     name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
     device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
+    private = forms.BooleanField(required=False, label="Keep its lessons to me",
+                                 help_text="Its lessons reach only your own searches and pages, not the team's.")
     field_order = ["name", "proposer", "model", "effort", "device", "language"]
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import compare, home, kernels, leaderboards, problems, searches, share, suites
+from .views import compare, home, ideas, kernels, leaderboards, lessons, problems, searches, share, suites
 from .views.docs import doc_page
 from .views.lineage import search_lineage_view
 
@@ -56,6 +56,8 @@ urlpatterns += [
     path("kernels/<uuid:code>/profile/", kernels.kernel_profile, name="kernel_profile"),
     path("kernels/<uuid:code>/approve/", kernels.kernel_approve, name="kernel_approve"),
     path("kernels/<uuid:code>/share/", share.share_kernel, name="share_kernel"),
+    path("ideas/", ideas.idea_bank, name="idea_bank"),
+    path("ideas/kernels/", ideas.idea_bank_kernels, name="idea_bank_kernels"),
     path("compare/", compare.compare, name="compare"),
     path("compare/share/", share.share_compare, name="share_compare"),
     path("leaderboards/", leaderboards.leaderboard_index, name="leaderboard_index"),
@@ -70,4 +72,11 @@ urlpatterns += [
     path("s/<str:token>/scores.json", share.shared_suite_export, {"fmt": "json"}, name="shared_suite_json"),
     path("s/<str:token>/scores.csv", share.shared_suite_export, {"fmt": "csv"}, name="shared_suite_csv"),
     path("docs/<slug:name>/", doc_page, name="doc"),
+]
+
+# === the team's memory ==================================================================
+
+urlpatterns += [
+    path("lessons/", lessons.lesson_list, name="lesson_list"),
+    path("lessons/<uuid:code>/decide/", lessons.lesson_decide, name="lesson_decide"),
 ]

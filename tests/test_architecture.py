@@ -13,8 +13,26 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 MAX_LINES = 500
 # Modules that are one concern and longer than the cap (docs/ARCHITECTURE.md says why).
 ALLOWLIST = {
-    "runner/checks.py": "the static rules for candidate source, one rule set",
+    "runner/host/checks.py": "the static rules for candidate source, one rule set",
 }
+# The runner's trust zones (docs/ARCHITECTURE.md, "The runner's zones"): what each may import of the runner.
+# None is the public top (runner/__init__.py, api.py, cli.py, bench.py, __main__.py).
+RUNNER_ZONES = {
+    "common": {"common"},
+    "inside": {"inside", "common"},
+    "judge": {"judge", "common"},
+    "host": {"host", "common"},
+    None: {None, "host", "common"},
+}
+# What the app (every module outside runner/ and tests/) may import of the runner: the top-level
+# package and its public modules. The GPU scripts below reach further on purpose, each for its reason.
+RUNNER_PUBLIC = {"runner", "runner.api", "runner.cli", "runner.bench"}
+RUNNER_INTERNALS_ALLOWED = {
+    "scripts/gpu_published.py": {"runner.host.evaluation", "runner.host.checks", "runner.common.findings"},  # static
+    # checks turned into advisories for a re-judge of published kernels
+}
+
+
 def doc_rules() -> dict[str, list[str]]:
     """package -> what it may import, from the table under "## Import rules"."""
     text = DOC.read_text()
@@ -179,3 +197,80 @@ def test_the_import_rules_of_the_architecture_doc_hold():
             if (top in rules or top == "django") and not allowed(target, rules[package]):
                 broken.append(f"{path.relative_to(ROOT)}:{line}: {package} may not import {target}")
     assert broken == []
+
+
+def runner_zone(name: str):
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RUNNER_ZONES else None
+
+
+def test_the_runners_trust_zones_hold():
+    """Nothing inside a sandbox or in the trusted judge imports the host side; inside and judge meet only
+    in runner/common, which imports no zone; the host starts inside and judge as processes, never imports them."""
+    known = modules(["runner"])
+    zones = {runner_zone(name) for name in known}
+    assert {"common", "inside", "judge", "host"} <= zones
+    broken = []
+    for name, path in known.items():
+        zone = runner_zone(name)
+        for target, line in imports_of(name, path, known):
+            if target.split(".")[0] == "runner" and runner_zone(target) not in RUNNER_ZONES[zone]:
+                broken.append(f"{path.relative_to(ROOT)}:{line}: runner/{zone or ''} may not import {target}")
+    assert broken == []
+
+
+def test_the_sandbox_and_the_judge_reach_no_host_code():
+    known = modules(["runner"])
+    edges = graph(known)
+    for start in ("runner.inside.child", "runner.judge.referee"):
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo += edges[node]
+        assert {runner_zone(name) for name in seen} <= {"common", runner_zone(start)}, start
+
+
+def test_the_host_side_reaches_none_of_the_torch_modules_of_common():
+    """verify, launches and facts import torch: only inside/ and judge/ may reach them."""
+    known = modules(["runner"])
+    edges = graph(known)
+    seen, todo = set(), [name for name in known if runner_zone(name) in ("host", None)]
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo += edges[node]
+    assert seen & {"runner.common.verify", "runner.common.launches", "runner.common.facts"} == set()
+
+
+def test_the_app_imports_only_the_runners_public_modules():
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    known = modules(["runner"])
+    broken = []
+    for relative in tracked.splitlines():
+        if relative.startswith(("runner/", "tests/")) or not (ROOT / relative).exists():
+            continue
+        path = ROOT / relative
+        allowed_here = RUNNER_PUBLIC | RUNNER_INTERNALS_ALLOWED.get(relative, set())
+        for target, line in imports_of(relative.removesuffix(".py").replace("/", "."), path, known):
+            if target.split(".")[0] == "runner" and target not in allowed_here:
+                broken.append(f"{relative}:{line} imports {target}")
+    assert broken == []
+    for relative, internals in RUNNER_INTERNALS_ALLOWED.items():
+        assert internals <= set(known), f"{relative}: {internals - set(known)} is gone, drop it from the allowance"
+
+
+def test_every_runner_module_is_named_in_its_zones_row_of_the_architecture_doc():
+    section = DOC.read_text().split("## The runner's zones", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("zone", "---"):
+            rows[cells[0].strip("`").rstrip("/")] = set(re.findall(r"`(\w+\.py)`", cells[2]))
+    assert set(rows) == {"top", *(zone for zone in RUNNER_ZONES if zone)}
+    for zone, named in rows.items():
+        folder = ROOT / "runner" / ("" if zone == "top" else zone)
+        found = {path.name for path in folder.glob("*.py") if zone == "top" or path.name != "__init__.py"}
+        assert found == named, f"runner/{zone}: in the folder, not the doc {found - named}; gone {named - found}"

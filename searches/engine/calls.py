@@ -35,6 +35,7 @@ from . import context, records
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5  # how often a search with calls in flight looks for new work, a pause or a cancel
+ABANDON_WAIT_S = 1.0  # for the calls of a stopped search to end, keeping what they paid for
 
 
 @dataclass
@@ -71,6 +72,9 @@ def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
             for future in done:
                 call = flying.pop(future)
                 answer, error = future.result()
+                if error is not None and not Search.objects.filter(pk=search_id, status=Search.Status.RUNNING).exists():
+                    flying[future] = call  # a stopped search's call (a tool wait it ended): abandoned, below
+                    continue
                 call.save(answer, error)
                 made = True
     finally:
@@ -93,12 +97,15 @@ def _abandon(proposer, flying: dict, search: Search) -> None:
     if not flying:
         return
     context.close_proposer(proposer)
+    wait(list(flying), timeout=ABANDON_WAIT_S)  # calls notice the stop within it (closed connections, tool waits)
     for future, call in flying.items():
         future.cancel()
+        # a call that ended on the stop (an agent's tool wait) brings the turns it had paid for
+        ended = future.result()[1] if future.done() and not future.cancelled() else None
         reason = f"abandoned: the search was {search.get_status_display().lower()} while the call was in flight"
         with transaction.atomic():
             records.lock_search(search.id)
-            records.record_call(search, _purpose(call), Exchange(), error=reason)
+            records.record_call(search, _purpose(call), getattr(ended, "exchange", None) or Exchange(), error=reason)
     flying.clear()
 
 
@@ -106,8 +113,12 @@ def _budget_room(search: Search, flying: dict) -> int:
     """How many more calls the budgets allow with `flying` in flight (a large number when none is set)."""
     room = 1 << 20
     if search.max_candidates is not None:
-        made = Kernel.objects.filter(search=search, origin__in=records.GENERATED).count()
-        room = min(room, search.max_candidates - made - sum(c.makes_kernel for c in flying.values()))
+        # agent mode: a kernel call may also make its cap of tool runs, each counted as a candidate
+        each = 1 + (search.agent_tool_calls if search.agent_mode else 0)
+        reserved = each * sum(c.makes_kernel for c in flying.values())
+        left = search.max_candidates - records.candidates_spent(search) - reserved
+        # a lone call may start on less: the toolbox refuses the runs the budget has no room for
+        room = min(room, max(left // each, int(left > 0 and not flying)))
     if search.max_tokens is None and search.max_cost_usd is None:
         return room
     means = _mean_call_by_step(search)
@@ -168,11 +179,12 @@ def seed_call(search: Search) -> Call:
 
 def ideas_call(search: Search, parent_id: int) -> Call:
     parent = Kernel.objects.select_related("idea").get(pk=parent_id)
-    problem, shown = context.problem_context(search), context.kernel_context(parent)
+    problem, shown = context.ideas_context(search), context.kernel_context(parent)
     tried, round_number = context.tried_ideas(search), search.current_round
+    asked = context.ideas_asked(search, problem)
 
     def send(proposer):
-        return proposer.ideas(problem, shown, tried, search.ideas_per_parent, briefs=search.kernels_per_idea)
+        return proposer.ideas(problem, shown, tried, asked, briefs=search.kernels_per_idea)
 
     def save(answer, error):
         if error is not None:
@@ -186,11 +198,12 @@ def ideas_call(search: Search, parent_id: int) -> Call:
             plan = round_plan(locked, round_number)
             if parent_id in plan["asked"]:
                 return
-            for slot, proposal in enumerate(proposals[: search.ideas_per_parent]):
+            for slot, proposal in enumerate(context.ideas_kept(search, proposals, problem)):
                 idea = Idea.objects.create(
                     search=search, parent_kernel_id=parent_id, round=round_number, slot=slot,
                     title=(proposal.title or f"idea {slot + 1}")[:300], description=proposal.description,
-                    origin=origin, call=call,
+                    origin=origin, call=call, technique=proposal.technique or "other",
+                    expected_speedup=proposal.expected_speedup,
                     briefs=[str(b)[:4000] for b in proposal.briefs[: search.kernels_per_idea]],
                 )
                 events.publish(search.id, "idea.created", events.idea_payload(idea))
@@ -240,6 +253,7 @@ def repair_call(search: Search, broken: Kernel, turn: int, root: Kernel) -> Call
                 return
             records.save_kernel(search, proposal, call=call, origin=Kernel.Origin.REPAIR, round=broken.round,
                                 idea=broken.idea, parent=broken, repair_of=broken, name=f"repair {turn} of #{root.id}")
+            records.propose_lesson(search, broken, proposal.lesson)
 
     return Call(("repair", broken.id), lambda proposer: proposer.repair(problem, shown, failure), save)
 

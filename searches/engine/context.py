@@ -2,16 +2,23 @@
 baselines, the bank, a kernel with its verdict and evidence, the ideas tried so far. The
 choosing and wording happen in proposers/pack.py and proposers/prompts.py."""
 
+import math
+from dataclasses import replace
+
 from django.conf import settings
 
-from proposers import pack, prompts
-from proposers.base import Failure, KernelContext, ProblemContext, Proposer, TriedIdea
+from memory import bank as idea_bank
+from memory import services as memory
+from proposers import pack, playbook, prompts
+from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
 from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
+from searches.selectors.ideas import key_scope, search_priors
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
+from searches.selectors.lessons import lessons_for_search
 from searches.selectors.targets import target_facts
 
-from . import gate
+from . import gate, tools
 
 TRIED_IDEAS_SHOWN = 40
 REASON_CHARS = 600  # of each earlier attempt's reason in a repair turn
@@ -27,6 +34,8 @@ def new_proposer(search: Search) -> Proposer:
         options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
                    "thinking": search.thinking_tokens, "gate": gate.for_environment(),
                    "step_models": {step: getattr(search, field) for step, field in Search.STEP_MODELS.items()}}
+        if search.agent_mode:  # kernel calls may compile, check and profile drafts, each a runner job
+            options["tools"] = tools.RunnerTools(search)
     return get_proposer(search.proposer, **options)
 
 
@@ -44,14 +53,56 @@ def problem_context(search: Search) -> ProblemContext:
         outputs=list((problem.validation or {}).get("outputs") or []), allow_library=search.allow_library,
         description=problem.description, language=search.language, target=target_facts(device=search.device),
         eager_ms=baseline.get("eager_ms"), compile_ms=baseline.get("compile_ms"), bank=bank(search),
+        lessons=lessons_shown(search),
     )
+
+
+def ideas_context(search: Search) -> ProblemContext:
+    """The problem as an ideas call sees it: with the team's priors on similar problems (unless the search's
+    prior weight is 0: the bank off) and, in the first ideas call of a search started from the team's
+    memory, the playbook's recipes for its family."""
+    problem = problem_context(search)
+    key, priors, calibration = search_priors(search) if search.prior_weight else (None, [], None)
+    first = search.seed_from_team and not Idea.objects.filter(search=search).exists()
+    menu = playbook.menu(problem.family or "", search.device) if first else []
+    return replace(problem, priors=priors, prior_scope=key_scope(key) if key else "", menu=menu,
+                   prior_calibration=calibration)
+
+
+def ideas_asked(search: Search, problem: ProblemContext) -> int:
+    """How many ideas to ask for: with priors that may steer, more than are implemented, so the ranking can
+    leave the least promising out before their kernels are paid for."""
+    count = search.ideas_per_parent
+    if not problem.priors or not search.prior_weight:
+        return count
+    return count + math.ceil(count * search.prior_weight / 100)
+
+
+def ideas_kept(search: Search, proposals: list, problem: ProblemContext) -> list:
+    """The reply's ideas in the order the priors and the model agree on (its predictions corrected by how they
+    held on similar problems), as many as the search implements."""
+    trust = problem.prior_calibration.ratio if problem.prior_calibration else None
+    order = idea_bank.rank([p.technique for p in proposals], problem.priors, search.prior_weight / 100,
+                           expected=[p.expected_speedup for p in proposals], trust=trust)
+    return [proposals[i] for i in order][: search.ideas_per_parent]
+
+
+def lessons_shown(search: Search) -> list[LessonShown]:
+    """The approved lessons of similar problems this call's prompt carries, each counted as shown once
+    more (a context is built for one call about to be sent). The playbook reads no prompt: none."""
+    if search.proposer != Search.Proposer.ANTHROPIC:
+        return []
+    lessons = lessons_for_search(search)
+    memory.lessons_mark_shown(lesson_ids=[lesson.id for lesson in lessons])
+    return [LessonShown(text=lesson.shown_text, verdict=lesson.verdict, reason_code=lesson.reason_code,
+                        technique=lesson.technique) for lesson in lessons]
 
 
 def bank(search: Search) -> list[KernelContext]:
     """The search's fastest correct kernels of the rounds before this one: fixed for a round, so
     the calls of a round share the cached prompt prefix."""
-    kernels = (Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+    kernels = (Kernel.objects.filter(search=search, round__lt=max(search.current_round, 1), duplicate_of__isnull=True)
+               .ranked()
                .select_related("idea", "parent").order_by("median_ms", "id")[:pack.BANK_KERNELS])
     return [kernel_context(k) for k in kernels]
 
@@ -83,15 +134,14 @@ def profile_shown(kernel: Kernel, result: dict) -> str:
     profile = result.get("profile")
     if not profile or kernel.search is None or not kernel_is_ranked(kernel):
         return ""
-    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, status=Verdict.CORRECT, quarantined=False,
-                                 median_ms__isnull=False, duplicate_of__isnull=True)
+    top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, duplicate_of__isnull=True).ranked()
            .order_by("median_ms", "id").values_list("id", flat=True)[:kernel.search.profiled_kernels])
     return prompts.profile_text(profile) if kernel.id in set(top) else ""
 
 
 def runner_notes(result: dict) -> tuple[str, ...]:
     """What the runner said beside its verdict: the static advisories the run decided, and a fallback
-    to PyTorch that ran (runner/findings.py)."""
+    to PyTorch that ran (runner/common/findings.py)."""
     notes = [str(a.get("reason") or "") for a in result.get("advisories") or [] if isinstance(a, dict)]
     if result.get("fallback"):
         notes.append(f"it {result['fallback']}")
@@ -100,7 +150,7 @@ def runner_notes(result: dict) -> tuple[str, ...]:
 
 def paired_eager_ms(result: dict) -> float | None:
     """On the CPU a speedup over eager is measured against eager blocks timed between the kernel's
-    (runner/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
+    (runner/host/pairing.py): that eager time, so the ratio the model reads agrees with the times beside it."""
     paired = result.get("paired") or {}
     return paired.get("eager_ms") if not paired.get("dropped") else None
 
@@ -126,7 +176,7 @@ def tried_ideas(search: Search) -> list[TriedIdea]:
         kernels = list(idea.kernels.select_related("parent"))
         reasons = list(dict.fromkeys(k.reason for k in kernels if k.status in FAILED and k.reason))
         tried.append(TriedIdea(title=idea.title, description=idea.description, outcome=idea_outcome(idea, kernels),
-                               reasons=reasons, briefs=brief_verdicts(idea, kernels)))
+                               reasons=reasons, briefs=brief_verdicts(idea, kernels), technique=idea.technique))
     return list(reversed(tried))
 
 

@@ -38,6 +38,7 @@ from evaluation import queue
 from live import events
 from proposers.base import ProposerError
 from searches.models import Idea, Kernel, Search, Verdict
+from searches.selectors.ideas import points_per_dollar
 from searches.selectors.kernels import speed_of_light
 from searches.selectors.searches import search_planned_candidates
 
@@ -50,6 +51,7 @@ GENERATED = REPAIRABLE = records.GENERATED
 # (a signal or the memory limit tells the model little it can act on; no code has nothing to fix).
 REPAIR_VERDICTS = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR)
 STEP_TRIES, STEP_RETRY_SECONDS = 3, 0.5
+GAIN_WINDOW = 2  # the rounds whose gain per dollar the optional stop reads
 
 
 # --- the loop under the lease ----------------------------------------------------------------------------
@@ -133,9 +135,11 @@ def _step(search_id: int) -> bool:
 def budget_reached(search: Search) -> str:
     """Why the search may not spend more, or "" while it may."""
     if search.max_candidates is not None:
-        made = Kernel.objects.filter(search=search, origin__in=GENERATED).count()
+        made = records.candidates_spent(search)
         if made >= search.max_candidates:
-            return f"budget reached: {made} of at most {search.max_candidates} candidates"
+            runs = records.tool_runs(search)
+            of_them = f" ({runs} of them tool runs)" if runs else ""
+            return f"budget reached: {made} of at most {search.max_candidates} candidates{of_them}"
     if search.max_tokens is not None and search.tokens_in + search.tokens_out >= search.max_tokens:
         return f"budget reached: {search.tokens_in + search.tokens_out} of at most {search.max_tokens} tokens"
     if search.max_cost_usd is not None and search.cost_usd >= search.max_cost_usd:
@@ -265,15 +269,18 @@ def ending_reason(search: Search, finished: int) -> str:
         return f"completed all {search.rounds} rounds"
     if search.stale_rounds and finished >= search.stale_rounds and _stale_for(search, finished) >= search.stale_rounds:
         return f"no improvement in {search.stale_rounds} rounds"
+    if search.stop_points_per_dollar and finished >= GAIN_WINDOW:
+        rate = points_per_dollar(search, finished, GAIN_WINDOW)
+        if rate is not None and rate < search.stop_points_per_dollar:
+            return (f"the last {GAIN_WINDOW} rounds bought {rate:.3g} points of speedup per dollar, under the "
+                    f"{search.stop_points_per_dollar:g} set")
     return ""
 
 
 def _stale_for(search: Search, finished: int) -> int:
     """How many rounds up to `finished` in a row beat nothing of the rounds before them."""
     best = {}
-    for round_number, median in Kernel.objects.filter(
-            search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
-    ).values_list("round", "median_ms"):
+    for round_number, median in Kernel.objects.filter(search=search).ranked().values_list("round", "median_ms"):
         best[round_number] = min(median, best.get(round_number, median))
     stale = 0
     for round_number in range(finished, 0, -1):
@@ -298,8 +305,7 @@ def choose_parents(search: Search) -> list[int]:
     reached the search's speed-of-light stop (its branch is done)."""
     done = at_speed_of_light(search)
     correct = [kid for kid in
-               Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False,
-                                     duplicate_of__isnull=True)  # a duplicate's twin stands for it
+               Kernel.objects.filter(search=search, duplicate_of__isnull=True).ranked()  # a duplicate's twin stands for it
                .order_by("median_ms", "id").values_list("id", flat=True) if kid not in done]
     top = correct[: search.parents_per_round]
     used = {pid for plan in (search.round_parents or {}).values() for pid in plan.get("parents", [])}
@@ -312,8 +318,7 @@ def at_speed_of_light(search: Search) -> set[int]:
     or the GPU's ceilings or the problem's work are unknown)."""
     if not search.sol_stop_percent:
         return set()
-    rows = Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False, median_ms__isnull=False
-                                 ).values("id", "status", "device_name", "precision", "median_ms")
+    rows = Kernel.objects.filter(search=search).ranked().values("id", "status", "device_name", "precision", "median_ms")
     done = set()
     for row in rows:
         sol = speed_of_light(search.problem, row)

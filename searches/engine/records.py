@@ -10,9 +10,11 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
+from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
-from searches.models import Kernel, ProposerCall, Search, Verdict
+from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
+from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 
 from . import dedup
@@ -23,6 +25,16 @@ log = logging.getLogger(__name__)
 GENERATED = (Kernel.Origin.SEED, Kernel.Origin.LLM, Kernel.Origin.PLAYBOOK, Kernel.Origin.REPAIR)
 
 
+def candidates_spent(search: Search) -> int:
+    """What the candidates budget has paid for: the engine's kernels and agent mode's tool runs (each a
+    runner job as a candidate is)."""
+    return Kernel.objects.filter(search=search, origin__in=GENERATED).count() + tool_runs(search)
+
+
+def tool_runs(search: Search) -> int:
+    return EvaluationJob.objects.filter(search=search, purpose=EvaluationJob.Purpose.TOOL).count()
+
+
 def lock_search(search_id: int) -> Search:
     return Search.objects.select_for_update().get(pk=search_id)
 
@@ -30,6 +42,14 @@ def lock_search(search_id: int) -> Search:
 def save_plan(search: Search, round_number: int, plan: dict) -> None:
     search.round_parents = {**(search.round_parents or {}), str(round_number): plan}
     search.save(update_fields=["round_parents"])
+
+
+def propose_lesson(search: Search, broken: Kernel, text: str) -> None:
+    """A repair's one-line lesson, proposed to the team under the broken kernel's key: a person decides
+    on the Lessons page whether it ever reaches a prompt."""
+    if text.strip():
+        memory.lesson_propose(text=text, key=search_key(search, kernel=broken), search_id=search.id,
+                              kernel_id=broken.id, verdict=broken.status, reason_code=broken.reason_code)
 
 
 def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round, name, idea=None, parent=None,
@@ -70,6 +90,7 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
         cost_usd=cost, duration_s=exchange.duration_s, no_tool_replies=exchange.no_tool_replies,
+        tool_calls=exchange.tool_calls,
     )
     tokens_in = exchange.input_tokens + exchange.cache_read_tokens + exchange.cache_write_tokens
     if tokens_in or exchange.output_tokens or cost:

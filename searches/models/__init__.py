@@ -1,12 +1,12 @@
 """KernelLab's data: problems, searches and their tree of ideas and kernels, runs, events, links. Anything
 shown outside the database (URLs, share links) uses the UUID `code`, never the primary key."""
 
-from .infra import BenchmarkRun, EvaluationJob, SearchEvent, Worker
-from .kernels import Kernel, ShareLink, Verdict
+from .infra import BenchmarkRun, EvaluationJob, ProblemEvent, SearchEvent, Worker
+from .kernels import Kernel, ShareLink, Verdict, ranked_q
 from .problems import Device, Problem, Suite, SuiteProblem
 from .searches import ApiKeyState, Idea, ProposerCall, Search
 
 __all__ = [
-    "ApiKeyState", "BenchmarkRun", "Device", "EvaluationJob", "Idea", "Kernel", "Problem", "ProposerCall",
-    "Search", "SearchEvent", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker",
+    "ApiKeyState", "BenchmarkRun", "Device", "EvaluationJob", "Idea", "Kernel", "Problem", "ProblemEvent",
+    "ProposerCall", "Search", "SearchEvent", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker", "ranked_q",
 ]

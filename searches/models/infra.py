@@ -1,4 +1,4 @@
-"""The evaluation queue, its benchmark runs and workers, and the search event log."""
+"""The evaluation queue, its benchmark runs and workers, and the search and problem event logs."""
 
 from django.conf import settings
 from django.db import models
@@ -27,6 +27,7 @@ class EvaluationJob(models.Model):
         SEARCH = "search", "Search candidate"
         RERUN = "rerun", "Verified rerun"
         MANUAL = "manual", "Manual submission"
+        TOOL = "tool", "Agent tool run"  # compile, check or profile a draft: advisory, never a verdict
 
     problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="jobs")
     kernel = models.ForeignKey(Kernel, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
@@ -39,6 +40,9 @@ class EvaluationJob(models.Model):
     infra_attempts = models.PositiveSmallIntegerField(default=0)
     seed = models.BigIntegerField(null=True, blank=True)
     options = models.JSONField(default=dict, blank=True)  # extra runner arguments, e.g. allow_library
+    # A tool run's search (it has no kernel yet: the draft's source is in `options`) and the runner's answer.
+    search = models.ForeignKey(Search, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    result = models.JSONField(null=True, blank=True)
     # Who asked for it (their cap, searches/services/scheduling.py); null for the engine's and the system's.
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
@@ -49,6 +53,11 @@ class EvaluationJob(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     run_started_at = models.DateTimeField(null=True, blank=True)  # by its current holder; cleared at each claim
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Where the run stands (runner/phases.py, as the evaluator heard it) and, per phase passed, its
+    # seconds on the evaluator's clock: shown while it runs, and the ETAs' measured history.
+    phase = models.CharField(max_length=32, blank=True)
+    phase_started_at = models.DateTimeField(null=True, blank=True)
+    phase_seconds = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-priority", "id"]
@@ -64,7 +73,7 @@ class BenchmarkRun(models.Model):
     reason = models.TextField(blank=True)
     quarantined = models.BooleanField(default=False)
     quarantine_reason = models.TextField(blank=True)
-    noisy_reason = models.TextField(blank=True)  # what disturbed the device while it was timed (runner/gpustate.py)
+    noisy_reason = models.TextField(blank=True)  # what disturbed the device while it was timed (runner/host/gpustate.py)
     seed = models.BigIntegerField(null=True, blank=True)
     precision = models.CharField(max_length=32, blank=True)
     compile_seconds = models.FloatField(null=True, blank=True)
@@ -102,6 +111,21 @@ class Worker(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     current_job = models.ForeignKey(EvaluationJob, null=True, blank=True, on_delete=models.SET_NULL)
     jobs_done = models.PositiveIntegerField(default=0)
+
+
+class ProblemEvent(models.Model):
+    """Append-only log of a problem's work outside any search (its validations, its hand-submitted
+    kernels), numbered as SearchEvent is: under a lock on the problem row, in commit order."""
+
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["problem", "seq"]
+        constraints = [models.UniqueConstraint(fields=["problem", "seq"], name="unique_problem_event_seq")]
 
 
 class SearchEvent(models.Model):

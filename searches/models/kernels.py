@@ -26,8 +26,23 @@ class Verdict(models.TextChoices):
     FAILED = "failed", "Evaluation failed"  # the job killed its worker too often
 
 
+def ranked_q(prefix: str = "") -> models.Q:
+    """Kernels that rank: correct with a time, and either plausible or reproduced by a verified rerun and
+    approved by a person. `prefix` reaches them through a relation (e.g. "kernels__")."""
+    return (models.Q(**{f"{prefix}status": Verdict.CORRECT, f"{prefix}median_ms__isnull": False})
+            & (models.Q(**{f"{prefix}quarantined": False})
+               | models.Q(**{f"{prefix}verified": True, f"{prefix}approved_by__isnull": False})))
+
+
+class KernelQuerySet(models.QuerySet):
+    def ranked(self):
+        return self.filter(ranked_q())
+
+
 class Kernel(models.Model):
     """A candidate `ModelNew` module: a node of the search tree."""
+
+    objects = KernelQuerySet.as_manager()
 
     class Origin(models.TextChoices):
         SEED = "seed", "Starting kernel"
@@ -60,7 +75,7 @@ class Kernel(models.Model):
     # Denormalised from the kernel's search run, for the tree and leaderboards.
     status = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING, db_index=True)
     reason = models.TextField(blank=True)
-    # Why it was turned away (runner/findings.py); partial_replacement, no_kernel_of_its_own: legal, never cheats.
+    # Why it was turned away (runner/common/findings.py); partial_replacement, no_kernel_of_its_own: legal, never cheats.
     reason_code = models.CharField(max_length=32, blank=True)
     quarantined = models.BooleanField(default=False)
     median_ms = models.FloatField(null=True, blank=True)

@@ -47,6 +47,7 @@ class Problem(models.Model):
     family = models.CharField(max_length=50, blank=True)
     flops = models.FloatField(null=True, blank=True)
     min_bytes = models.FloatField(null=True, blank=True)
+    last_event_seq = models.PositiveBigIntegerField(default=0)  # its ProblemEvent stream (live/events.py)
 
     class Meta:
         ordering = ["name", "-version"]
@@ -61,7 +62,7 @@ class Problem(models.Model):
 
     @property
     def degenerate(self) -> str:
-        """Why a trivial output passes this problem's judging (runner/degenerate.py), or ""."""
+        """Why a trivial output passes this problem's judging (runner/inside/degenerate.py), or ""."""
         if self.validation_status != self.Validation.OK:
             return ""
         return (self.validation or {}).get("degenerate") or ""

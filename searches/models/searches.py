@@ -46,16 +46,29 @@ class Search(models.Model):
     kernels_per_idea = models.PositiveSmallIntegerField(default=2)
     bank_size = models.PositiveSmallIntegerField(default=2)
     repair_attempts = models.PositiveSmallIntegerField(default=1)
-    # How many of a round's fastest correct kernels carry their profile (runner/roofline.py) into
+    # How many of a round's fastest correct kernels carry their profile (runner/common/roofline.py) into
     # the next ideas calls; 0: none.
     profiled_kernels = models.PositiveSmallIntegerField(default=2)
     allow_library = models.BooleanField(default=False)
+    # Agent mode: a kernel call may compile, check and profile drafts (runner jobs) before it submits,
+    # at most `agent_tool_calls` times per kernel.
+    agent_mode = models.BooleanField(default=False)
+    agent_tool_calls = models.PositiveSmallIntegerField(default=4)
+    # Kept to its owner (and administrators) in the team's memory: its lessons, idea outcomes and kernels
+    # reach no one else's prompts, seeds or memory pages (its own page stays the team's to read).
+    private = models.BooleanField(default=False)
     # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).
     stale_rounds = models.PositiveSmallIntegerField(default=0)
     # A branch whose kernel reaches this % of its speed of light gets no more ideas (0: never stop).
     sol_stop_percent = models.PositiveSmallIntegerField(default=0)
+    # The team's memory (memory/bank.py): how far the priors of similar problems may reorder a parent's
+    # ideas, in % (0: the bank off, no priors shown); start from similar problems' best kernels and the playbook's
+    # menu; stop once the last rounds' gain per dollar falls under this many % points (0: never).
+    prior_weight = models.PositiveSmallIntegerField(default=50)
+    seed_from_team = models.BooleanField(default=False)
+    stop_points_per_dollar = models.FloatField(default=0.0)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
@@ -117,6 +130,7 @@ class ProposerCall(models.Model):
     cost_usd = models.FloatField(default=0.0)
     duration_s = models.FloatField(default=0.0)
     no_tool_replies = models.PositiveSmallIntegerField(default=0)  # replies calling no tool under tool_choice auto
+    tool_calls = models.PositiveSmallIntegerField(default=0)  # agent mode: compile/check/profile runs it made
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -145,6 +159,10 @@ class Idea(models.Model):
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
     # The proposer's distinct implementation briefs, one per kernel variant (each call sees its own).
     briefs = models.JSONField(default=list, blank=True)
+    # What kind of transformation it is (memory.keys.TECHNIQUES), and the speedup over its parent the
+    # proposer expected: the idea bank's key and its calibration.
+    technique = models.CharField(max_length=32, blank=True, db_index=True)
+    expected_speedup = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,6 +8,10 @@ from .health import (  # noqa: F401
     health_banner,
     search_stalls,
 )
+from .ideas import (  # noqa: F401
+    bank_table,
+    bank_cell_kernels,
+)
 from .kernels import (  # noqa: F401
     speed_of_light,
     kernel_is_ranked,
@@ -21,11 +25,22 @@ from .kernels import (  # noqa: F401
     kernel_template,
     provenance,
 )
+from .memory_scope import (  # noqa: F401
+    searches_visible_to,
+    search_key,
+    visible_search_ids,
+)
 from .leaderboards import (  # noqa: F401
     leaderboard_devices,
     leaderboard,
     leaderboard_rows,
     leaderboard_problems,
+)
+from .lessons import (  # noqa: F401
+    lessons_for_search,
+    lesson_effect,
+    lessons_page,
+    lesson_for_user,
 )
 from .problems import (  # noqa: F401
     problem_list,
@@ -41,6 +56,8 @@ from .queue import (  # noqa: F401
     queue_position,
     queue_for_kernels,
     queue_wait_text,
+    queue_phase_seconds,
+    job_progress,
     kernel_progress,
 )
 from .searches import (  # noqa: F401

@@ -9,7 +9,7 @@ from searches.models import BenchmarkRun, Device, EvaluationJob, Kernel, Problem
 
 def speed_of_light(problem, kernel) -> dict | None:
     """How close a correct kernel's median is to the floor its problem allows on its GPU
-    (runner.ceilings): None where the GPU model's ceilings or the problem's FLOPs and bytes are
+    (runner.common.ceilings): None where the GPU model's ceilings or the problem's FLOPs and bytes are
     unknown. Works on Kernel rows and on the tree's plain dicts."""
     get = kernel.get if isinstance(kernel, dict) else (lambda name: getattr(kernel, name))
     if get("status") != Verdict.CORRECT:
@@ -47,7 +47,7 @@ def kernel_primary_run(runs: list[BenchmarkRun]) -> BenchmarkRun | None:
 
 
 def kernel_profile(runs: list[BenchmarkRun]) -> tuple[BenchmarkRun, dict] | tuple[None, None]:
-    """The newest run's profile (runner/roofline.py), any purpose: a profile asked for on the page
+    """The newest run's profile (runner/common/roofline.py), any purpose: a profile asked for on the page
     arrives with a verified rerun, and runs from before profiles existed have none."""
     for run in runs:
         profile = (run.result or {}).get("profile")

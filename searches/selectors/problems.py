@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 from evaluation.selectors import evaluator_seen
 from searches.models import Device, EvaluationJob, Problem, Search
 
-from .queue import queue_position, queue_wait_text
+from .queue import job_progress, queue_position, queue_wait_text, run_estimate_text
 
 
 def _lineage_search_count():
@@ -84,8 +84,8 @@ def problem_validation_state(problem: Problem) -> dict:
                 "message": "No validation is queued for this problem. Ask for one with “Validate again”."}
     if job.status == EvaluationJob.Status.LEASED:
         return {"status": "running", "badge": "running", "label": "Validating…", "pending": True,
-                "message": f"Validating in a sandbox on {job.lease_owner or 'an evaluator'}: running the reference "
-                           "and timing the eager and torch.compile baselines."}
+                "message": f"In a sandbox on {job.lease_owner or 'an evaluator'}: the reference, then its eager "
+                           f"and torch.compile baselines. {job_progress(job)['text']}"}
     place = queue_wait_text(queue_position(job)) if evaluator_seen(problem.device) else ""
     if problem.device == Device.CUDA:
         message = "Waiting for a CUDA worker: this problem runs on a GPU, so a CPU evaluator will not take it."
@@ -94,10 +94,12 @@ def problem_validation_state(problem: Problem) -> dict:
                         "RUNNER_DEVICE=cuda python manage.py evaluator.")
         return {"status": "queued", "badge": "queued", "label": "Waiting for a CUDA worker", "pending": True,
                 "message": f"{message} {place}".strip(), "queue": place}
-    message = "Queued for validation by the evaluator."
+    message = ""  # the label says it is queued; the message says where and for how long
     if not place:
-        message += " No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
-    return {"status": "queued", "badge": "queued", "label": "Validating…", "pending": True,
+        message = "No CPU evaluator has reported in the last two minutes; is python manage.py evaluator running?"
+    else:
+        place += run_estimate_text(problem.device, "validate")
+    return {"status": "queued", "badge": "queued", "label": "Queued for validation", "pending": True,
             "message": f"{message} {place}".strip(), "queue": place}
 
 

@@ -1,4 +1,5 @@
-"""Reads on the evaluation queue: where a waiting job stands and about when it will run.
+"""Reads on the evaluation queue: where a waiting job stands and about when it will run, and where a
+running one stands (its phase) and about when it will end.
 
 The estimate is plain arithmetic, said as such on the pages: the jobs ahead of it (claimed first:
 higher priority, then older) plus those running now, times the median duration of the device's
@@ -15,6 +16,18 @@ from searches.models import EvaluationJob, Kernel, Verdict, Worker
 
 RECENT_JOBS = 50  # durations the median is taken over
 
+# A run's phases in the order they come (runner/phases.py; "starting" is the evaluator's: until a warm
+# sandbox has the job), and what a page calls them.
+PHASE_ORDER = {
+    "evaluate": ["starting", "compiling", "waiting_for_device", "checking", "timing", "judging"],
+    "validate": ["starting", "running_reference", "waiting_for_device", "timing"],
+}
+PHASE_LABELS = {
+    "starting": "Starting a sandbox", "compiling": "Compiling", "running_reference": "Running the reference",
+    "waiting_for_device": "Waiting for the device", "checking": "Checking correctness", "timing": "Timing",
+    "judging": "Judging the outputs",
+}
+
 
 def queue_recent_job_seconds(device: str) -> float | None:
     """The median duration of the device's last finished jobs (None before the first)."""
@@ -23,6 +36,51 @@ def queue_recent_job_seconds(device: str) -> float | None:
             .order_by("-finished_at").values_list("started_at", "finished_at")[:RECENT_JOBS])
     durations = [(end - start).total_seconds() for start, end in rows if end >= start]
     return median(durations) if durations else None
+
+
+def _kind(job: EvaluationJob) -> str:
+    return "validate" if job.purpose == EvaluationJob.Purpose.VALIDATE else "evaluate"
+
+
+def queue_phase_seconds(device: str, kind: str) -> dict[str, float]:
+    """Per phase, the median seconds it took in the device's last finished runs of this kind
+    ("evaluate" or "validate"), as their evaluators timed them; {} before the first."""
+    jobs = EvaluationJob.objects.filter(device=device, status=EvaluationJob.Status.DONE).exclude(phase_seconds={})
+    jobs = jobs.filter(purpose=EvaluationJob.Purpose.VALIDATE) if kind == "validate" else jobs.exclude(
+        purpose=EvaluationJob.Purpose.VALIDATE)
+    taken: dict[str, list[float]] = {}
+    for seconds in jobs.order_by("-finished_at").values_list("phase_seconds", flat=True)[:RECENT_JOBS]:
+        for phase in PHASE_ORDER[kind]:  # a phase a run skipped took it no time
+            value = (seconds or {}).get(phase, 0.0)
+            taken.setdefault(phase, []).append(value if isinstance(value, (int, float)) else 0.0)
+    return {phase: median(values) for phase, values in taken.items()}
+
+
+def job_progress(job: EvaluationJob, *, now=None) -> dict:
+    """A running job: its phase, seconds in it and since its run began, and the seconds left by the
+    medians of recent runs' phases (None without history), with one sentence saying all that."""
+    now = now or timezone.now()
+    kind, phase = _kind(job), job.phase or "starting"
+    began = job.run_started_at or job.started_at or now
+    elapsed = max(0.0, (now - began).total_seconds())
+    in_phase = max(0.0, (now - job.phase_started_at).total_seconds()) if job.phase_started_at else elapsed
+    medians = queue_phase_seconds(job.device, kind)
+    order = PHASE_ORDER[kind]
+    left = None
+    if medians and phase in order:
+        later = order[order.index(phase) + 1:]
+        left = max(0.0, medians.get(phase, 0.0) - in_phase) + sum(medians.get(p, 0.0) for p in later)
+    label = PHASE_LABELS.get(phase, phase.replace("_", " ").capitalize())
+    text = f"{label} for {_duration(in_phase)}; {_duration(elapsed)} since the run began"
+    if left is None:
+        text += ". No finished run with phase times yet to estimate the rest from."
+    elif left < 1:
+        text += ": longer than recent runs' median, which would have finished by now."
+    else:
+        text += (f": about {_duration(left)} left (median phase times of the last {job.device} "
+                 f"{'validations' if kind == 'validate' else 'evaluations'}).")
+    return {"phase": phase, "label": label, "phase_s": in_phase, "elapsed_s": elapsed, "left_s": left,
+            "text": text}
 
 
 def queue_position(job: EvaluationJob, *, now=None) -> dict | None:
@@ -93,7 +151,19 @@ def kernel_progress(kernel: Kernel, *, now=None) -> dict:
     running = (EvaluationJob.objects.filter(kernel=kernel, status=EvaluationJob.Status.LEASED)
                .exclude(run_started_at=None).order_by("-run_started_at").first())
     if running:
-        elapsed = (now - running.run_started_at).total_seconds()
-        return {"settled": False, "text": f"Evaluating for {_duration(elapsed)} (compile, check, time)."}
-    text = queue_wait_text(queue_for_kernels([kernel.id], now=now))
+        return {"settled": False, **job_progress(running, now=now)}
+    place = queue_for_kernels([kernel.id], now=now)
+    text = queue_wait_text(place)
+    if place:
+        text += run_estimate_text(place["device"], "evaluate")
     return {"settled": False, "text": text or "Waiting for an evaluator."}
+
+
+def run_estimate_text(device: str, kind: str) -> str:
+    """How long a run of this kind takes once it starts, by the medians of recent runs' phases ("" without any)."""
+    medians = queue_phase_seconds(device, kind)
+    if not medians:
+        return ""
+    what = "validations" if kind == "validate" else "evaluations"
+    return (f" Its run then takes about {_duration(sum(medians.values()))} "
+            f"(median phase times of the last {device} {what}).")

@@ -3,10 +3,10 @@
 import os
 from collections import defaultdict
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Subquery
 
 from proposers.playbook import supports as playbook_supports
-from searches.models import BenchmarkRun, Device, Idea, Kernel, Problem, Search, Verdict
+from searches.models import BenchmarkRun, Device, Idea, Kernel, Problem, Search, Verdict, ranked_q
 from searches.task_queue import anthropic_key_seen
 
 from .kernels import kernel_is_ranked, provenance, speed_of_light
@@ -190,8 +190,7 @@ def search_planned_candidates(search: Search) -> int:
 
 
 # kernel_is_ranked as a filter on a search's kernels.
-RANKED_KERNELS = (Q(kernels__status=Verdict.CORRECT) & Q(kernels__median_ms__isnull=False)
-                  & (Q(kernels__quarantined=False) | Q(kernels__verified=True, kernels__approved_by__isnull=False)))
+RANKED_KERNELS = ranked_q("kernels__")
 
 
 def search_list(*, problem=None, every_version: bool = False, suite=None, limit: int = 200) -> list[Search]:
@@ -216,8 +215,7 @@ def search_list(*, problem=None, every_version: bool = False, suite=None, limit:
 
 def _best_kernel_id(device: str):
     """The id of a search's best ranked kernel as `speedups` orders them on `device`."""
-    ranked = Kernel.objects.filter(search=OuterRef("pk"), status=Verdict.CORRECT, median_ms__isnull=False).filter(
-        Q(quarantined=False) | Q(verified=True, approved_by__isnull=False))
+    ranked = Kernel.objects.filter(search=OuterRef("pk")).ranked()
     return Subquery(ranked.order_by(*best_order(device)).values("id")[:1])
 
 

@@ -4,7 +4,7 @@ the tree, the Searches list, the leaderboard, the kernel page, the suite pages a
 On the GPU a median is repeatable, so the best kernel is the fastest trusted one by median and its
 ratio is the validation's eager median over its own. On the CPU a median follows the host's load at
 the moment it was taken, so medians from different runs do not compare: the best kernel is the one
-with the highest paired speedup (eager timed in blocks between the kernel's, runner/pairing.py),
+with the highest paired speedup (eager timed in blocks between the kernel's, runner/host/pairing.py),
 shown beside the paired eager time it was measured against.
 """
 
@@ -43,7 +43,7 @@ def pick_best(kernels, device: str):
 
 
 def baseline_of(paired: dict | None, baseline: dict | None) -> dict:
-    """The eager time a run's speedup used, as runner/evaluation.py chose it: the paired eager
+    """The eager time a run's speedup used, as runner/host/evaluation.py chose it: the paired eager
     median where the pairing held (CPU), else the validation's eager median."""
     if paired and paired.get("eager_ms") is not None and not paired.get("dropped"):
         return {"eager_ms": paired["eager_ms"], "baseline": PAIRED}

@@ -22,7 +22,7 @@ BASELINES = ("eager", "compile")
 # to PyTorch (KernelBench-legal, allowed in library mode: never a cheat); then wrong output; then
 # whatever else ran.
 OUTCOMES = ("correct", "quarantined", "rejected", "uses_pytorch", "incorrect", "error", "none")
-USES_PYTORCH_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/findings.py
+USES_PYTORCH_CODES = ("partial_replacement", "no_kernel_of_its_own")  # runner/common/findings.py
 _UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 
 

@@ -8,7 +8,7 @@ from searches.models import Worker
 
 def target_facts(*, device: str) -> dict:
     """The facts the most recently active worker of `device` recorded about the device it serves
-    (Worker.device_facts), with the measured ceilings of runner/ceilings.py where the worker
+    (Worker.device_facts), with the measured ceilings of runner/common/ceilings.py where the worker
     recorded none. {} when no worker of that device has reported yet."""
     worker = (Worker.objects.filter(device=device).exclude(device_facts={})
               .order_by(F("heartbeat_at").desc(nulls_last=True), "-started_at", "-id").first())

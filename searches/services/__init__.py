@@ -8,6 +8,7 @@ all, so callers write `services.search_start(...)`.
 
 from .jobs import (  # noqa: F401
     job_fail,
+    job_record_phase,
 )
 from .kernels import (  # noqa: F401
     RERUN_TOLERANCE,
@@ -58,6 +59,9 @@ from .searches import (  # noqa: F401
     search_fork,
     idea_add,
 )
+from .tools import (  # noqa: F401
+    tool_job_record,
+)
 from .suites import (  # noqa: F401
     ImportReport,
     ImportRow,
@@ -65,6 +69,7 @@ from .suites import (  # noqa: F401
     files_from_zip,
     files_from_uploads,
     kernelbench_position,
+    source_sha256,
     suite_import,
     suite_sweep,
     suite_request_validation,

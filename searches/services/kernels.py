@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from evaluation import queue
 from live import events
-from runner.evaluation import NOISY_QUARANTINE
+from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
@@ -25,7 +25,7 @@ RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces whe
 @transaction.atomic
 def kernel_submit(*, user, problem: Problem, source: str, search: Search | None = None,
                   parent: Kernel | None = None, name: str = "", priority: Priority = Priority.INTERACTIVE,
-                  allow_library: bool = False) -> Kernel:
+                  allow_library: bool = False, rule: str = "", baselines=()) -> Kernel:
     """A hand-written kernel: evaluated like any candidate; inside a search it joins the tree as a user node.
     Its job counts against the person's cap (OverQuota over it: nothing is saved); a sweep passes BULK."""
     source = source or ""
@@ -57,6 +57,10 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
     # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
     library = search.allow_library if search is not None else allow_library
     options = {"allow_library": library} if library or search is not None else {}
+    if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/common/rules.py)
+        options["rule"] = rule
+    if baselines and search is None:  # a run's baselines beside eager and torch.compile's default
+        options["baselines"] = list(baselines)
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
@@ -85,11 +89,17 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     timing = result.get("timing") or {}
     compile_info = result.get("compile") or {}
     quarantine_reason = result.get("quarantine_reason") or ""
-    if result.get("quarantined") and kernel.problem.degenerate:  # the person reviewing it is told first
+    quarantined, rule = bool(result.get("quarantined")), result.get("rule") or {}
+    if rule.get("name", "kernellab") != "kernellab" and status == Verdict.CORRECT:
+        # correct by another benchmark's rule, not KernelLab's: kept and shown, out of KernelLab's rankings
+        quarantined = True
+        quarantine_reason = (f"judged by {rule['name']}'s rule ({rule.get('version')}), not KernelLab's"
+                             + (f"; {quarantine_reason}" if quarantine_reason else ""))
+    if quarantined and kernel.problem.degenerate:  # the person reviewing it is told first
         quarantine_reason = f"the problem itself is degenerate ({kernel.problem.degenerate}); {quarantine_reason}"
     run = BenchmarkRun.objects.create(
         kernel=kernel, job=job, purpose=job.purpose, status=status, reason=reason,
-        quarantined=bool(result.get("quarantined")), quarantine_reason=quarantine_reason,
+        quarantined=quarantined, quarantine_reason=quarantine_reason,
         noisy_reason=str(result.get("noisy") or "")[:2000], seed=result.get("seed"), precision=result.get("precision") or "",
         compile_seconds=compile_info.get("seconds"), compile_log=compile_info.get("log") or "",
         correctness=result.get("correctness"), timing=result.get("timing"), baseline=result.get("baseline"),
@@ -121,13 +131,12 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
                                    "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
+    # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
+    payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
+    events.publish_kernel(kernel, "kernel.updated", payload)
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
-        # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
-        payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
-        events.publish(kernel.search_id, "kernel.updated", payload)
-        if job.purpose == EvaluationJob.Purpose.SEARCH:
             events.publish_search_progress(kernel.search_id)
             kick(kernel.search_id)
     return run
@@ -182,7 +191,9 @@ def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
     seed = random.SystemRandom().randrange(1, 2**62)
     while seed in used:
         seed = random.SystemRandom().randrange(1, 2**62)
-    options = {"allow_library": kernel.search.allow_library} if kernel.search_id else {}
+    first = None if kernel.search_id else kernel.jobs.order_by("id").first()
+    # judged again as first judged: a re-judged file keeps its library rule and correctness rule
+    options = {"allow_library": kernel.search.allow_library} if kernel.search_id else dict((first and first.options) or {})
     priority = Priority.INTERACTIVE if getattr(user, "is_authenticated", False) else Priority.SEARCH
     return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=priority,
                                 options=options, requested_by=user)
@@ -198,8 +209,8 @@ def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "")
         return
     kernel.status, kernel.reason, kernel.reason_code = Verdict.FAILED, reason, reason_code
     kernel.save(update_fields=["status", "reason", "reason_code"])
+    events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
     if kernel.search_id:
-        events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
         kick(kernel.search_id)
 
 
@@ -224,8 +235,7 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             kernel.approved_by = user
             kernel.approved_at = timezone.now()
             kernel.save(update_fields=["approved_by", "approved_at"])
-            if kernel.search_id:
-                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
     return kernel
 
 
@@ -238,5 +248,4 @@ def kernel_mark_evaluating(*, job: EvaluationJob) -> None:
         if kernel.status == Verdict.PENDING:
             kernel.status = Verdict.EVALUATING
             kernel.save(update_fields=["status"])
-            if kernel.search_id:
-                events.publish(kernel.search_id, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))

@@ -4,7 +4,9 @@ to the person who started it and to administrators. A quarantined kernel is admi
 pair of eyes: an administrator, or anyone but the person whose search or kernel it is. A problem
 is edited only by the person who created it (its first version) and administrators: an edit
 changes what every later search on it measures.
-user=None is the system itself (the headless command, the engine)."""
+A private search's results reach only its owner's (and administrators') priors, seeds and Ideas page
+(searches/selectors/memory_scope.py: visible_search_ids). user=None is the system itself (the headless command, the
+engine)."""
 
 from django.core.exceptions import PermissionDenied
 

@@ -2,8 +2,8 @@
 against the largest serving worker's memory for the problem's device.
 
 One evaluation holds at least the inputs, a fresh copy of them per checked call
-(runner/verify.py `copies`) and the float64 truths' upcast inputs (twice a float32's bytes,
-runner/truths.py): four times one input set. Outputs and parameters come on top and are unknown
+(runner/common/verify.py `copies`) and the float64 truths' upcast inputs (twice a float32's bytes,
+runner/inside/truths.py): four times one input set. Outputs and parameters come on top and are unknown
 before validation, so this is a lower bound and a refusal is certain. A size the source does not
 tell (problem_memory.input_bytes is None) is accepted, and the page says so.
 """
@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from evaluation.selectors import WORKER_SEEN_WITHIN
-from runner.limits import Limits
+from runner import Limits
 from searches.models import Device, Worker
 from searches.problem_memory import input_bytes
 
@@ -21,7 +21,7 @@ RUNNER_COPIES = 4  # inputs, a fresh copy, float64 truths' inputs (2x)
 
 def largest_worker_bytes(device: str) -> int | None:
     """GPU: the largest device memory among the workers seen lately (None when none was); CPU: the
-    memory one sandbox may take (KERNELLAB_SANDBOX_MEMORY_MB, as runner/limits.py reads it)."""
+    memory one sandbox may take (KERNELLAB_SANDBOX_MEMORY_MB, as runner/host/limits.py reads it)."""
     if device == Device.CPU:
         return Limits.from_env(device).memory_mb * 1024 * 1024
     facts = Worker.objects.filter(device=device, heartbeat_at__gte=timezone.now() - WORKER_SEEN_WITHIN

@@ -6,6 +6,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation import queue
+from live import events
 from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 
@@ -195,6 +196,7 @@ def problem_record_validation(*, problem: Problem, job, result: dict) -> None:
     problem.validated_at = timezone.now()
     problem.save()
     _job_mark_done(job)
+    events.publish_validation(problem)
 
 
 def problem_validation_failed(*, job, reason: str) -> None:
@@ -206,3 +208,4 @@ def problem_validation_failed(*, job, reason: str) -> None:
     problem.validation_reason = f"Validation could not run: {reason}"
     problem.validated_at = timezone.now()
     problem.save(update_fields=["validation_status", "validation_reason", "validated_at"])
+    events.publish_validation(problem)

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation import queue
@@ -11,9 +12,11 @@ from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
 from .jobs import job_fail
+from .kernels import kernel_submit
 from .permissions import require_steer
 from .scheduling import require_search_room
 
@@ -30,13 +33,16 @@ SEARCH_KNOB_LIMITS = {
     "stale_rounds": (0, 50),
     "sol_stop_percent": (0, 100),
     "thinking_tokens": (0, 64000),
+    "agent_tool_calls": (1, 20),  # agent mode: tool runs per kernel call
+    "prior_weight": (0, 100),  # % the team's priors may reorder a parent's ideas (memory/bank.py rank)
 }
+STOP_POINTS_PER_DOLLAR_MAX = 1e6
 THINKING_LEAST = 1024  # the Messages API's smallest thinking budget
 
 
 SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
     "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
-    "language", *Search.STEP_MODELS.values(),
+    "language", "agent_mode", "seed_from_team", "stop_points_per_dollar", "private", *Search.STEP_MODELS.values(),
 }
 
 
@@ -68,6 +74,10 @@ def _search_check_knobs(knobs: dict) -> None:
     if 0 < (knobs.get("thinking_tokens") or 0) < THINKING_LEAST:
         raise ValidationError(f"A thinking budget is at least {THINKING_LEAST} tokens (or 0: no thinking).",
                               code="thinking_tokens")
+    stop = knobs.get("stop_points_per_dollar", 0)
+    if not isinstance(stop, (int, float)) or isinstance(stop, bool) or not 0 <= stop <= STOP_POINTS_PER_DOLLAR_MAX:
+        raise ValidationError("the gain-per-dollar stop must be a number of points per dollar from 0 (off) to "
+                              f"{STOP_POINTS_PER_DOLLAR_MAX:g}.", code="stop_points_per_dollar")
     if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
         raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
                            "it empty for the model's default.", code="effort")
@@ -94,14 +104,18 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  max_cost_usd: float | None = None, name: str = "", effort: str = "",
                  repair_attempts: int = 1, profiled_kernels: int = 2, language: str = "", stale_rounds: int = 0,
                  sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
-                 repair_model: str = "") -> Search:
+                 repair_model: str = "", prior_weight: int = 50, seed_from_team: bool = False,
+                 stop_points_per_dollar: float = 0.0, private: bool = False, agent_mode: bool = False,
+                 agent_tool_calls: int = 4) -> Search:
     """Create a search and queue its first step. Refuses, with the reason, a problem that is not
-    validated or a proposer that cannot serve it."""
+    validated or a proposer that cannot serve it. With `seed_from_team`, the best trusted kernels of
+    similar problems are judged on this one first, and its first ideas call offers the playbook's menu."""
     knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
                  kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
                  profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens,
                  max_cost_usd=max_cost_usd, device=device, language=language or "", stale_rounds=stale_rounds,
-                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0)
+                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0, prior_weight=prior_weight,
+                 stop_points_per_dollar=stop_points_per_dollar or 0.0, agent_tool_calls=agent_tool_calls)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
     require_search_room(user)  # OverQuota past the person's cap on searches queued or running
@@ -109,11 +123,25 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
         effort=effort or "", allow_library=bool(allow_library), ideas_model=(ideas_model or "")[:100],
-        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100], **knobs,
+        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100],
+        seed_from_team=bool(seed_from_team), private=bool(private), agent_mode=bool(agent_mode), **knobs,
     )
+    if search.seed_from_team:
+        _search_seed_from_team(search)
     events.publish_search_status(search)
     kick(search.id)
     return search
+
+
+def _search_seed_from_team(search: Search) -> None:
+    """Judge the best trusted kernels of similar problems on this one, beside its starting kernel: the
+    fastest that holds here becomes a parent of round 1 like any other."""
+    for kernel in team_seeds(search, search.parents_per_round):
+        try:
+            kernel_submit(user=search.created_by, problem=search.problem, source=kernel.source, search=search,
+                          name=f"from the team: #{kernel.id} on {kernel.problem.name}"[:200])
+        except (ValidationError, OverQuota):
+            continue  # a kernel that cannot be queued here is simply not a start
 
 
 def _search_locked(search: Search) -> Search:
@@ -176,7 +204,7 @@ def search_cancel(*, search: Search, user) -> Search:
     search.finished_at = timezone.now()
     search.save(update_fields=["status", "stop_reason", "finished_at"])
     for job in EvaluationJob.objects.select_for_update().filter(
-        kernel__search=search, status=EvaluationJob.Status.QUEUED
+        Q(kernel__search=search) | Q(search=search), status=EvaluationJob.Status.QUEUED  # its tool runs too
     ):
         job_fail(job=job, reason="not evaluated: the search was cancelled", reason_code=Kernel.CANCELLED)
     events.publish_search_status(search)
@@ -211,8 +239,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     knobs.update(overrides)
     if from_idea is None and from_kernel is None:
         # The source's best kernels, as many as the fork builds on per round.
-        starts = list(Kernel.objects.filter(search=search, status=Verdict.CORRECT, quarantined=False,
-                                            median_ms__isnull=False).exclude(source="")
+        starts = list(Kernel.objects.filter(search=search).ranked().exclude(source="")
                       .order_by("median_ms", "id")[:max(1, int(knobs.get("parents_per_round") or 1))])
         if not starts:
             raise ValidationError("This search has no correct kernel yet: pick a kernel or an idea to fork from.",

@@ -398,11 +398,14 @@ def solution_position(path: str) -> tuple[int | None, int | None, int]:
 
 
 @transaction.atomic
-def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool = False) -> list[ImportRow]:
+def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool = False,
+                rule: str = "", baselines=()) -> list[ImportRow]:
     """Submit each solution file as a kernel of the suite problem with its level and number,
     queued for the evaluators in the bulk class, as many as the person's cap has room for (the
     rest refused, saying so). A suite whose problems carry no level (one flat folder) matches on
-    the number alone. `allow_library` judges them with library calls allowed, as KernelBench does."""
+    the number alone. `allow_library` judges them with library calls allowed, as KernelBench does;
+    `rule` by another correctness rule than KernelLab's (runner/common/rules.py); `baselines` timed beside
+    eager and torch.compile's default (runner/host/baselines.py)."""
     members = list(suite.members.select_related("problem"))
     by_position = {(m.level, m.number): m for m in members if m.number is not None}
     by_number = {}
@@ -430,7 +433,7 @@ def suite_sweep(*, user, suite: Suite, files, progress=None, allow_library: bool
                     source = _decode(name, raw)
                     kernel = kernel_submit(user=user, problem=member.problem, source=source,
                                            name=f"{suite.name}: {name}", priority=Priority.BULK,
-                                           allow_library=allow_library)
+                                           allow_library=allow_library, rule=rule, baselines=baselines)
                 row.outcome, row.reason, row.kernel = QUEUED, str(kernel.code), kernel
                 room = None if room is None else room - 1
             except ValidationError as error:

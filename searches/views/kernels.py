@@ -55,9 +55,18 @@ def kernel_context(kernel: Kernel, *, shared: bool = False) -> dict:
     }
 
 
+def kernel_stream(kernel: Kernel) -> dict:
+    """The event stream that tells this kernel's changes: its search's, or its problem's for a kernel
+    of no search. `after` is read before the page's rows: the replay may repeat, never miss."""
+    if kernel.search_id:
+        return {"ws": f"/ws/searches/{kernel.search.code}/", "after": kernel.search.last_event_seq}
+    return {"ws": f"/ws/problems/{kernel.problem.code}/", "after": kernel.problem.last_event_seq}
+
+
 @login_required
 def kernel_detail(request, code):
     kernel = get_kernel(code)
+    stream = kernel_stream(kernel)
     context = kernel_context(kernel)
     candidates = (Kernel.objects.filter(problem=kernel.problem, status=Verdict.CORRECT).exclude(pk=kernel.pk)
                   .order_by("median_ms")[:20])
@@ -67,6 +76,7 @@ def kernel_detail(request, code):
         "pending_rerun": selectors.kernel_pending_rerun(kernel=kernel),
         "queue_note": selectors.queue_wait_text(selectors.queue_for_kernels([kernel.id])),
         "progress": selectors.kernel_progress(kernel),
+        "stream": stream,
         "share_links": selectors.share_links_for(kernel=kernel, kind=ShareLink.Kind.KERNEL),
         "share_kind": ShareLink.Kind.KERNEL,
         "may_approve": services.may_approve(kernel, request.user),

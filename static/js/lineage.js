@@ -407,6 +407,12 @@
       schedule();
     } else if (message.kind === "idea.created") {
       ideas.set(p.id, p); schedule();
+    } else if (message.kind === "search.status" && p.status) {  // the badge says what the search page says
+      const badge = document.getElementById("search-status");
+      if (badge) {
+        badge.className = "badge " + p.status; badge.dataset.status = p.status;
+        badge.textContent = p.status.charAt(0).toUpperCase() + p.status.slice(1);
+      }
     }
   }
   svg.style.height = "260px";

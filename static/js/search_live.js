@@ -21,6 +21,7 @@
   }
   function num(v, digits) { return v === null || v === undefined ? "" : String(Number(v.toPrecision(digits))); }
   function setText(id, text) { const e = document.getElementById(id); if (e) e.textContent = text; }
+  function setCount(id, n, noun) { setText(id, String(n)); setText(id + "-noun", noun + (n === 1 ? "" : "s")); }
 
   // --- the tree -------------------------------------------------------------------------
   // Markup (see searches/views/search_tree.py): li.k#k-<id> data-p data-i data-r data-s data-ms
@@ -79,7 +80,7 @@
     if (!li) {
       li = kernelNode(k);
       container(k.parent_id, k.idea_id).append(li);
-      setText("kernel-count", String(nodes.size + 1));
+      setCount("kernel-count", nodes.size + 1, "kernel");
     }
     const [markText, label] = cfg.marks[k.status] || ["?", k.status];
     const ok = k.verified && k.approved;  // a quarantined kernel ranks once verified and approved
@@ -115,7 +116,7 @@
       row.append(mark, el("span", "title"), el("small"), el("span", "rate"));
       li.append(row, el("ul"));
       container(idea.parent_kernel_id, null).append(li);
-      setText("idea-count", String(root.querySelectorAll("li.i").length));
+      setCount("idea-count", root.querySelectorAll("li.i").length, "idea");
     }
     li.dataset.r = idea.round;
     const row = li.querySelector(":scope > .row");

@@ -1,7 +1,9 @@
-"""A hand-submitted kernel's page follows its evaluation (queue place, then time evaluating) and
-shows the verdict without a reload, through the real worker (static/js/kernel_live.js)."""
+"""A hand-submitted kernel's page follows its evaluation (queue place, then the phase the runner
+reports and the time elapsed) on its problem's event stream, and shows the verdict without a
+reload, through the real worker (static/js/kernel_live.js)."""
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -10,6 +12,7 @@ from tests.browser import dashboard_seed
 
 pytestmark = [pytest.mark.e2e]
 
+SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 VERDICT_TIMEOUT_MS = 240_000  # the sandboxes' first start and a C build, on two shared cores
 
 
@@ -30,9 +33,27 @@ out = dict(problem=str(p.code))
     page.wait_for_load_state("load")
     page.evaluate("window.sameDocument = true")  # a reload would lose it
     progress = page.locator("#kernel-progress")
-    expect(progress).to_have_text(re.compile(r"Position \d|Evaluating for|an idle evaluator|Waiting"))
+    expect(progress).to_have_text(re.compile(r"Position \d|an idle evaluator|Waiting| for \d+ s; "))
+    expect(page.locator("body[data-live=open]")).to_have_count(1)  # the problem's stream: a kernel of no search
+    # The runner's phases as they come: a C build on two shared cores is long enough to be seen.
+    expect(progress).to_have_text(re.compile(
+        r"(Starting a sandbox|Compiling|Waiting for the device|Checking correctness|Timing|Judging the outputs) "
+        r"for \d+ (s|min); \d+ (s|min) since the run began"), timeout=VERDICT_TIMEOUT_MS)
+    expect(page.locator("#queue-note")).to_have_count(0)  # its run began: the verdict section moved on too
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "kernel-evaluating-1400.png"))  # for people to look at
     expect(page.locator("#kernel-status")).to_have_text("Correct", timeout=VERDICT_TIMEOUT_MS)
     expect(progress).to_have_count(0)
     expect(page.locator("#verdict")).to_contain_text(re.compile(r"\d ms"))
     assert page.evaluate("window.sameDocument === true")  # swapped in place, no reload
     assert blocked == []  # and no inline script
+    # Each phase's seconds, kept for the ETAs of the runs after it; the stream told each one.
+    kept = dashboard_seed.run(stack, f"""
+from searches.models import EvaluationJob, ProblemEvent
+job = EvaluationJob.objects.get(problem__code={seeded['problem']!r}, purpose="manual")
+out = dict(seconds=job.phase_seconds, phase=job.phase,
+           kinds=list(ProblemEvent.objects.filter(problem=job.problem).values_list("kind", flat=True)))
+""")
+    assert {"starting", "compiling", "checking", "timing", "judging"} <= set(kept["seconds"]), kept
+    assert kept["phase"] == ""
+    assert "job.phase" in kept["kinds"] and kept["kinds"][-1] == "kernel.updated", kept

@@ -3,6 +3,7 @@ tables scroll inside their own box), the side-by-side diff turns unified below 8
 diff line longer than its column can be read in full. Screenshots go to the temp folder's
 kernellab-narrow/ (outside test-results/, which pytest-playwright empties at each run), to look at."""
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -35,7 +36,11 @@ for n in range(3):
 broken = d.kernel(problem=p, status="failed", name="failed_" + {LONG!r})
 EvaluationJob.objects.create(problem=p, kernel=broken, status="failed", finished_at=timezone.now(),
                              last_error="killed its worker: " + {LONG!r} * 2)
-out = dict(suite=str(suite.code))
+from runs.models import Run, RunKernel
+run = Run.objects.create(name="run_" + {LONG!r}, suite=suite, source="search", proposer="playbook",
+                         model="model-" + {LONG!r}, created_by=owner)
+RunKernel.objects.create(run=run, member=suite.members.get(), kernel=p.kernels.filter(status="correct").first())
+out = dict(suite=str(suite.code), run=str(run.code))
 """)
     return {**seeded, **more}
 
@@ -59,7 +64,8 @@ def test_list_pages_fit_a_phone(logged_in_page, stack):
     SHOTS.mkdir(parents=True, exist_ok=True)
     lists = {
         "problems": "/problems/", "searches": "/searches/", "workers": "/workers/", "failed-jobs": "/workers/jobs/cpu/failed/", "suites": "/suites/",
-        "suite": f"/suites/{seeded['suite']}/", "leaderboards": "/leaderboards/",
+        "suite": f"/suites/{seeded['suite']}/", "suite-runs": f"/suites/{seeded['suite']}/runs/",
+        "run": f"/runs/{seeded['run']}/", "leaderboards": "/leaderboards/",
         "leaderboard": f"/problems/{seeded['problem']}/leaderboard/", "problem": f"/problems/{seeded['problem']}/",
         "search": f"/searches/{seeded['search']}/", "kernel": f"/kernels/{seeded['faster']}/",
         "problem-searches": f"/searches/?problem={seeded['problem']}&versions=all",
@@ -125,12 +131,15 @@ def test_diff_is_unified_on_a_narrow_screen(logged_in_page, stack):
     expect(page.locator("table.diff.unified tr.del").first).to_be_visible()
     expect(page.locator("table.diff.unified tr.add", has_text="END-OF-LONG-LINE")).to_be_visible()
     assert scroll_width(page) <= 420
-    page.get_by_role("button", name="Wrap long lines").click()
+    expect(page.get_by_role("heading", name=re.compile("^Source, one column"))).to_be_visible()
+    # A phone starts wrapped (its column holds few characters) until the reader chooses.
+    expect(page.get_by_role("button", name="Wrap long lines")).to_have_attribute("aria-pressed", "true")
     line = page.locator("table.diff.unified tr.add td.code", has_text="END-OF-LONG-LINE")
     assert line.evaluate("c => c.scrollWidth <= c.clientWidth")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "diff-unified-420.png"), full_page=True)
     page.set_viewport_size({"width": 1000, "height": 900})
+    expect(page.get_by_role("heading", name=re.compile("^Source, side by side"))).to_be_visible()
     expect(page.locator("table.diff.split")).to_be_visible()
     expect(page.locator("table.diff.unified")).to_be_hidden()
 

@@ -18,8 +18,10 @@ INSIGHTS_WAIT_MS = 8000  # the page fetches its server-drawn parts at most every
 SNAPSHOT_JS = """() => {
   const text = (sel) => { const e = document.querySelector(sel); return e ? (e.hidden ? "[hidden]" : e.textContent.trim()) : null; };
   const out = {};
-  for (const id of ["search-status", "kernel-count", "idea-count", "p-evaluated", "p-round", "p-tokens", "p-cost",
-                    "p-elapsed", "best-line", "stop-reason"]) out[id] = text("#" + id);
+  for (const id of ["search-status", "kernel-count", "kernel-count-noun", "idea-count", "idea-count-noun",
+                    "p-evaluated", "p-round", "p-tokens", "p-cost", "p-elapsed", "best-line", "stop-reason"]) {
+    out[id] = text("#" + id);
+  }
   out["progress-value"] = document.getElementById("progress-bar").value;
   document.querySelectorAll("#tree-root li.i").forEach((li) => {
     out["idea " + li.id] = li.querySelector(":scope > .row").textContent.trim() + (li.classList.contains("best") ? " [best]" : "");

@@ -5,7 +5,7 @@ import pytest
 
 from evaluation import queue
 from evaluation.worker import EvaluationWorker
-from runner import evaluation
+from runner.host import evaluation
 from searches.models import EvaluationJob, Problem
 from tests.runner.test_timing_lock import OUT_OF_MEMORY_PROBLEM
 

@@ -11,7 +11,8 @@ forces (or of its first tool), after `latency(seen)` seconds when set. Every req
 
 Like the API: a forced `tool_choice` with effort or thinking set is refused (400), and so is a thinking
 budget under 1024 tokens or not under `max_tokens`, a temperature with thinking, an assistant tool turn
-without its thinking block while thinking is on, more than four cache breakpoints, or a 1-hour
+without its thinking block while thinking is on, a tool call not answered by a tool_result first in the
+next user turn (or a tool_result answering none), more than four cache breakpoints, or a 1-hour
 breakpoint after a 5-minute one (cache writes are reported per lifetime); `stream: true` is
 answered with the API's server-sent events (thinking, text and tool blocks); the prompt cache
 works on prefixes (tools, then system blocks, then messages) ending at a `cache_control` block, per model:
@@ -42,6 +43,14 @@ class Behaviour:
 
 
 @dataclass
+class ToolCall:
+    """A responder's answer calling a tool by name (agent mode: compile, check, profile...)."""
+
+    name: str
+    input: dict
+
+
+@dataclass
 class Seen:
     headers: dict
     body: dict
@@ -60,6 +69,12 @@ class Seen:
             parts.append(content if isinstance(content, str) else
                          "".join(block.get("text", "") for block in content))
         return "\n".join(parts)
+
+    @property
+    def tool_results(self) -> list[dict]:
+        """The tool_result blocks of the request's last user turn (agent mode), in order."""
+        content = (self.body.get("messages") or [{}])[-1].get("content")
+        return [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
 
     @property
     def forced_tool(self) -> str:
@@ -169,7 +184,7 @@ class FakeAnthropic:
         if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
             return self._send(handler, 400, _error(400, "tool_choice forces tool use, which is not compatible "
                                                          "with thinking or effort"))
-        refused = _thinking_refused(body) or _cache_refused(seen)
+        refused = _thinking_refused(body) or _tool_turns_refused(body) or _cache_refused(seen)
         if refused:
             return self._send(handler, 400, _error(400, refused))
         if behaviour.tool_input is not None:
@@ -204,6 +219,10 @@ class FakeAnthropic:
     def _message(self, seen: Seen, answer, stop_reason: str) -> dict:
         if isinstance(answer, str):
             content, out_text = [{"type": "text", "text": answer}], answer
+        elif isinstance(answer, ToolCall):  # a forced tool_choice still decides the tool, as the API does
+            name = seen.forced_tool or answer.name
+            content = [{"type": "tool_use", "id": f"toolu_fake_{len(self.requests)}", "name": name, "input": answer.input}]
+            out_text, stop_reason = json.dumps(answer.input), "tool_use"
         else:
             tools = [t.get("name") for t in seen.body.get("tools") or []]
             # Unforced, the model calls the tool its task asks for.
@@ -292,6 +311,30 @@ def _thinking_refused(body: dict) -> str:
         if "tool_use" in kinds and kinds[0] not in ("thinking", "redacted_thinking"):
             return (f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
                     f"`{kinds[0]}`. When `thinking` is enabled, an assistant tool turn must start with its thinking block")
+    return ""
+
+
+def _tool_turns_refused(body: dict) -> str:
+    """What the real API says of tool turns: each tool_use answered by a tool_result at the head of the
+    next user message, and no tool_result without its tool_use; "" when they are well formed."""
+    messages = body.get("messages", [])
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message.get("content"), list) else []
+        if message.get("role") == "assistant":
+            ids = [b.get("id") for b in content if b.get("type") == "tool_use"]
+            following = messages[index + 1].get("content") if index + 1 < len(messages) else None
+            answered = [b.get("tool_use_id") for b in following or [] if isinstance(b, dict)][:len(ids)]
+            if ids and sorted(answered) != sorted(ids):
+                return (f"messages.{index + 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                        f"after: {', '.join(i for i in ids if i not in answered)}. Each `tool_use` block must have a "
+                        "corresponding `tool_result` block in the next message.")
+        elif message.get("role") == "user":
+            results = [b.get("tool_use_id") for b in content if b.get("type") == "tool_result"]
+            before = messages[index - 1].get("content") if index > 0 else None
+            used = {b.get("id") for b in before or [] if isinstance(b, dict) and b.get("type") == "tool_use"}
+            if any(r not in used for r in results):
+                return (f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` blocks. Each "
+                        "`tool_result` block must have a corresponding `tool_use` block in the previous message.")
     return ""
 
 

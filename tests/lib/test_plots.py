@@ -87,7 +87,7 @@ def test_idea_bars_split_into_outcomes_on_one_scale_and_titles_are_escaped():
     assert widths["correct"] == [2 * widths["waiting"][0]] and len(widths["failed"]) == 2
     assert widths["failed"][1] == 2 * widths["failed"][0]  # the same scale for every idea
     assert "<b>" not in svg and "&lt;b&gt;Tile&lt;/b&gt; it" in svg
-    assert "x" * 29 + "…" in svg and "2.50×" in svg
+    assert "x" * 24 + "…<" in svg and "2.50×" in svg
     assert idea_outcomes_chart([]) == ""
 
 

@@ -11,8 +11,8 @@ import playbook
 from proposers.base import IdeaProposal, KernelContext, ProblemContext, ProposerError, TriedIdea
 from proposers.playbook import FAMILY_NAMES, PlaybookProposer
 from playbook.reading import read_problem, static_value
-from runner import launches
-from runner.checks import check_source
+from runner.common import launches
+from runner.host.checks import check_source
 from searches import catalog
 
 CPU_PROBLEMS = [p for p in catalog.problems() if p.device == "cpu"]
@@ -318,7 +318,7 @@ def test_cuda_kernels_are_correct_on_the_small_problems(cuda_pool, problem):
 
 @pytest.mark.slow
 def test_every_playbook_kernel_passes_the_runners_static_checks():
-    """The playbook's kernels are honest: a false positive of runner.checks would reject them all."""
+    """The playbook's kernels are honest: a false positive of runner.host.checks would reject them all."""
     rendered = 0
     for problem_path in sorted(catalog.PROBLEM_DIR.glob("*.py")):
         problem = problem_path.read_text()
@@ -338,7 +338,7 @@ def test_every_playbook_kernel_passes_the_runners_static_checks():
 
 @pytest.mark.slow
 def test_every_kernel_a_playbook_module_launches_counts_as_its_own():
-    """The launch accounting (runner/launches.py) rejects a candidate that launches only kernels it
+    """The launch accounting (runner/common/launches.py) rejects a candidate that launches only kernels it
     does not define; every name a playbook module launches must be found in its own source."""
     launched_total = 0
     for problem_path in sorted(catalog.PROBLEM_DIR.glob("*.py")):

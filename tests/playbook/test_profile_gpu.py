@@ -5,7 +5,7 @@ import pytest
 
 from proposers import prompts
 from proposers.base import KernelContext, ProblemContext
-from runner import counters
+from runner.common import counters
 from searches import catalog
 from tests.playbook.test_playbook import all_kernels
 

@@ -247,3 +247,17 @@ def test_the_one_hour_cache_is_asked_for_and_priced_as_such(fake):
     five_minutes = replace(exchange, cache_write_1h_tokens=0)
     extra = exchange.cache_write_tokens * (PRICES["claude-sonnet-4-6"]["cache_write_1h"] - PRICES["claude-sonnet-4-6"]["cache_write"])
     assert call_cost(exchange) - call_cost(five_minutes) == pytest.approx(extra / 1e6)
+
+
+def test_a_repairs_lesson_comes_back_on_one_line_and_a_kernel_calls_is_ignored(fake):
+    lesson = "Offsets overflow\n exp(): subtract the row max. " + "y" * 400
+    fake.script = [Behaviour(tool_input={"source": KERNEL, "lesson": lesson}),
+                   Behaviour(tool_input={"source": KERNEL, "lesson": lesson}),
+                   Behaviour(tool_input={"source": KERNEL, "lesson": ["not", "text"]})]
+    fixed, _ = proposer().repair(problem(), PARENT, Failure(verdict="incorrect", reason="wrong on the offset inputs"))
+    assert fixed.lesson.startswith("Offsets overflow exp(): subtract the row max. yy") and len(fixed.lesson) == 240
+    assert "add it as `lesson`" in fake.requests[0].user_text
+    kernel, _ = proposer().kernel(problem(), PARENT, IdeaProposal("Tile", "Tile it."), 0)
+    assert kernel.lesson == ""  # only a repair is asked for one
+    odd, _ = proposer().repair(problem(), PARENT, Failure(verdict="incorrect", reason="wrong"))
+    assert odd.lesson == "" and odd.source

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner import filetable
-from runner.checks import check_source
+from runner.host import filetable
+from runner.host.checks import check_source
 
 from . import sources
 
@@ -109,7 +109,7 @@ def test_nothing_of_the_attacks_reached_the_host(host, pool):
                                          "print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     assert not (site / "kernellab_attack.pth").exists()
     assert not (ROOT / "kernellab_attack.txt").exists()
-    assert "# attacked" not in (ROOT / "runner" / "jobs.py").read_text()
+    assert "# attacked" not in (ROOT / "runner" / "inside" / "jobs.py").read_text()
     honest_is_judged_right(pool)
 
 
@@ -163,8 +163,9 @@ def test_static_evasion_through_the_command_line(tmp_path):
 RECORDED_CALLS = r'''
 import sys, torch
 from pathlib import Path
-from runner import jobs, verify
-from runner.problem import load_module
+from runner.common import verify
+from runner.inside import jobs
+from runner.inside.problem import load_module
 counter = verify.LaunchCounter([sys.argv[2]])
 counter.install()
 kernel = load_module(open(sys.argv[1]).read(), Path(sys.argv[2]) / "kernel_copy.py", "kernellab_kernel")
@@ -215,7 +216,7 @@ def forging(name: str, verdict: dict, with_outputs: bool = False) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["forge_verdict", "forge_frames", "forge_proc_mem"])
 def test_a_plausible_forged_verdict_is_not_believed(pool, name):
-    """Correctness is the trusted judge's (runner/referee.py): a well-formed `correct` sent from the
+    """Correctness is the trusted judge's (runner/judge/referee.py): a well-formed `correct` sent from the
     candidate's process, found through gc, frames or /proc/self/mem, has no outputs behind it."""
     result = pool.evaluate(forging(name, PLAUSIBLE), sources.SILU_KERNEL, seed=4)
     assert result["status"] != "correct", result

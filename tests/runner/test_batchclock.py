@@ -1,4 +1,4 @@
-"""The parent's batch clock (runner/batchclock.py), driven with the times a sandbox would give it:
+"""The parent's batch clock (runner/host/batchclock.py), driven with the times a sandbox would give it:
 honest medians pass, forged low ones are re-measured and then rejected on a quiet device, noisy
 on a disturbed one; a sandbox that skips the batches or changes its median is rejected."""
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from runner.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
-from runner.procs import descendants, sched_seconds
+from runner.host.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
+from runner.common.procs import descendants, sched_seconds
 
 pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
 

@@ -1,4 +1,4 @@
-"""The load_inline build cache (runner/buildcache.py) with real bubblewrap sandboxes and a real
+"""The load_inline build cache (runner/host/buildcache.py) with real bubblewrap sandboxes and a real
 g++ build on the CPU: identical sources build once, a hit runs no compiler at all, an entry is
 never overwritten, and a kernel cannot reach the cache to poison it. Plus the parent-side
 copy rules on plain folders (links, manifests, never overwriting)."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner import buildcache, compile as compiling, isolation
+from runner.common import compile as compiling
+from runner.host import buildcache, isolation
 
 from . import sources
 

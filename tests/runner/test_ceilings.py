@@ -2,7 +2,8 @@
 
 import pytest
 
-from runner import ceilings, quarantine
+from runner.common import ceilings
+from runner.host import quarantine
 
 SOFTMAX_BYTES = 2 * 4096 * 65536 * 4  # read x once, write y once (fp32)
 MATMUL_FLOPS = 2 * 4096 ** 3

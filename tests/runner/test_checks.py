@@ -1,4 +1,4 @@
-"""Unit tests of the static checks (runner/checks.py): each cheat class is flagged with a reason
+"""Unit tests of the static checks (runner/host/checks.py): each cheat class is flagged with a reason
 that names the line and the fix, and the honest fast-path kernels (cupy RawModule on torch's stream,
 C built with the system compiler and loaded with ctypes, load_inline) pass clean."""
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from runner.checks import check_findings, check_source
+from runner.host.checks import check_findings, check_source
 
 from . import sources
 from .corpus import cases, read
@@ -242,7 +242,7 @@ def test_monkey_patching(patch):
     "torch.backends.cudnn.allow_tf32 = True",
     "torch.backends.cuda.matmul.allow_tf32 = True",
     "torch.set_float32_matmul_precision('high')",
-    # judged by the value left (runner/globalstate.py); an attribute torch lacks is read by nothing
+    # judged by the value left (runner/inside/globalstate.py); an attribute torch lacks is read by nothing
     "torch.backends.cudnn.deterministic = False\ntorch.backends.cudnn.enabled = True",
     "if hasattr(torch.backends.cudnn, 'workspace_limit'):\n    torch.backends.cudnn.workspace_limit = 4 * 1024 ** 3",
 ])
@@ -323,10 +323,10 @@ def test_no_variable_the_runner_reads_may_be_written():
     import re
     from pathlib import Path
 
-    from runner.checks import KERNEL_ENV
+    from runner.host.checks import KERNEL_ENV
 
     read = set()
-    for path in (Path(__file__).resolve().parents[2] / "runner").glob("*.py"):
+    for path in (Path(__file__).resolve().parents[2] / "runner").rglob("*.py"):
         read |= set(re.findall(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\(|environ\[|getenv\()\s*["']([A-Z_][A-Z0-9_]*)["']""",
                                path.read_text()))
     assert {"KERNELLAB_THREADS", "TRITON_CACHE_DIR", "CC", "CUDA_VISIBLE_DEVICES"} <= read  # the scan finds them

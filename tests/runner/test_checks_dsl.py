@@ -1,10 +1,10 @@
-"""Static checks on the shapes real kernels take (runner/checks.py): a name rebound to a kernel's
+"""Static checks on the shapes real kernels take (runner/host/checks.py): a name rebound to a kernel's
 result, empty placeholder tensors, the bodies of DSL kernels (Triton, CuTe, TileLang) and kernel
 caches keyed on shapes pass; the cheats that look like each of them are still flagged."""
 
 import textwrap
 
-from runner.checks import check_source
+from runner.host.checks import check_source
 
 ADD = '''
 import torch

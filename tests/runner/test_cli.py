@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VALIDATE_KEYS = {"schema", "status", "reason", "outputs", "family", "flops", "min_bytes", "baseline", "environment"}
 EVALUATE_KEYS = {"schema", "status", "reason", "quarantined", "quarantine_reason", "seed", "precision", "compile",
                  "correctness", "timing", "baseline", "speedup_vs_eager", "speedup_vs_compile", "environment"}
-BASELINE_KEYS = {"eager_ms", "compile_ms", "compile_mode"}
+BASELINE_KEYS = {"eager_ms", "eager_mean_ms", "compile_ms", "compile_mode"}
 PAIRED_KEYS = {"blocks", "calls_per_block", "eager_ms", "speedup", "speedup_ci95", "idle_cpu_ms", "dropped"}
 ENVIRONMENT_KEYS = {"device_name", "torch", "cuda", "driver", "python", "runner_version"}
 TIMING_KEYS = {"median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n", "ci95_ms", "outliers", "samples_ms"}

@@ -1,7 +1,7 @@
 """What a compile error's reason quotes: the compiler's first error lines, for people and for the
 model's next attempt, not the first line of the log."""
 
-from runner.compile import first_errors
+from runner.common.compile import first_errors
 
 GCC = """/tmp/k/kernel.c: In function 'softmax_rows':
 /tmp/k/kernel.c:5:3: error: 'yy' undeclared (first use in this function)

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from runner import counters, roofline
+from runner.common import counters, roofline
 
 PARAMS = "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: {}\nEnableMSI: 1\n"
 

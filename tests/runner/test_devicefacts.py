@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import ceilings, devicefacts
+from runner.common import ceilings
+from runner.host import devicefacts
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "fixtures" / "devices" / "h200.json"

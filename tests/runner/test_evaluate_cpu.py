@@ -3,8 +3,8 @@
 import pytest
 
 import runner
-from runner import isolation
-from runner.errors import RunnerError
+from runner.host import isolation
+from runner import RunnerError
 
 from . import sources
 

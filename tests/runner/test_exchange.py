@@ -1,4 +1,4 @@
-"""Host shared memory between the sandboxes and the trusted judge (runner/exchange.py): tensors
+"""Host shared memory between the sandboxes and the trusted judge (runner/common/exchange.py): tensors
 written by a process that may not grow files, read back only as described and only within the
 memory; an exchange its writer sealed first is refused."""
 
@@ -11,11 +11,11 @@ import sys
 import pytest
 import torch
 
-from runner import exchange
+from runner.common import exchange
 
 WRITE_UNDER_A_FILE_SIZE_LIMIT = '''
 import json, os, resource, sys, torch
-from runner import exchange
+from runner.common import exchange
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # 1 MB, as a sandbox's disk limit would be
 writer = exchange.Writer(int(sys.argv[1]))
 print(json.dumps(writer.put("big", torch.arange(1 << 20, dtype=torch.float32))))  # 4 MB

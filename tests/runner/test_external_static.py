@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import findings
-from runner.checks import check_findings
+from runner.common import findings
+from runner.host.checks import check_findings
 
 EXTERNAL = Path(__file__).resolve().parent / "external"
 MANIFEST = json.loads((EXTERNAL / "manifest.json").read_text())

@@ -1,12 +1,12 @@
-"""The open-file limit of sandboxed processes against the host's file table (runner/filetable.py)."""
+"""The open-file limit of sandboxed processes against the host's file table (runner/host/filetable.py)."""
 
 import logging
 import resource
 
 import pytest
 
-from runner import filetable, limits
-from runner.errors import RunnerError
+from runner.host import filetable, limits
+from runner import RunnerError
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_the_limit_that_fits_is_half_the_free_table_over_every_process():
 
 def test_a_table_too_small_lowers_the_limit_and_says_so(host_table, caplog):
     host_table(in_use=4938, file_max=2466262)
-    with caplog.at_level(logging.WARNING, logger="runner.filetable"):
+    with caplog.at_level(logging.WARNING, logger="runner.host.filetable"):
         assert filetable.fit_to_host(processes=512, pool_sandboxes=3) == 150
     assert "lowered from 1024 to 150" in caplog.text and "fs.file-max 2,466,262" in caplog.text
     sandbox_limits = limits.Limits.from_env("cpu")

@@ -4,7 +4,7 @@ and the faster of the two eager times is the one its speedup is measured against
 
 import pytest
 
-from runner import evaluation
+from runner.host import evaluation
 
 from . import sources
 

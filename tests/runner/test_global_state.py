@@ -1,12 +1,12 @@
-"""torch's global settings are judged by the value a kernel leaves (runner/globalstate.py), not by the
+"""torch's global settings are judged by the value a kernel leaves (runner/inside/globalstate.py), not by the
 line that sets them: published kernels assign `torch.backends.cudnn.deterministic = False` (its
 default) and must not be refused for it; one that moves a setting the reference is measured under is
 refused at run time, naming it."""
 
 import pytest
 
-from runner import globalstate
-from runner.checks import check_source
+from runner.inside import globalstate
+from runner.host.checks import check_source
 
 from . import sources
 

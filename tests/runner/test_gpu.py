@@ -125,7 +125,7 @@ def test_an_oom_within_the_candidates_share_is_run_again_then_not_judged(cuda_po
     """An out-of-memory error that other work on the device caused is not the candidate's `oom`:
     it is run again, then handed back as the device's failure (DeviceBusy). The message here is
     forged by the candidate, which thereby gains nothing: no verdict at all."""
-    from runner.errors import DeviceBusy
+    from runner import DeviceBusy
 
     forged = sources.CUPY_SOFTMAX_KERNEL.replace(
         "        x = x.contiguous()\n", f"        raise RuntimeError({OTHERS_OOM!r})\n", 1)

@@ -1,5 +1,5 @@
 """Judging other people's kernels on the GPU: Triton as a first-class format, driver-level launch
-accounting (runner/launches.py), and the cheat classes of 2026's red-teaming of GPU leaderboards:
+accounting (runner/common/launches.py), and the cheat classes of 2026's red-teaming of GPU leaderboards:
 a persisting L2 window, a lazy output, a patched Event.elapsed_time, correct-then-wrong results.
 Run on a GPU host: python3 -m pytest -p no:django -p no:playwright -p no:cacheprovider tests/runner -m gpu"""
 
@@ -7,7 +7,7 @@ import ctypes
 
 import pytest
 
-from runner import findings
+from runner.common import findings
 
 pytestmark = pytest.mark.gpu
 
@@ -149,10 +149,10 @@ def test_named_persisting_l2_window_is_refused(cuda_pool):
 
 def test_persisting_l2_carve_out_is_reset_between_timed_calls():
     """What a window hidden from the static checks meets: between timed calls the judge sets the
-    persisting carve-out to zero and resets persisting lines (runner/replay.py)."""
+    persisting carve-out to zero and resets persisting lines (runner/inside/replay.py)."""
     import torch
 
-    from runner import replay
+    from runner.inside import replay
 
     torch.zeros(1, device="cuda")  # a current context
     driver = ctypes.CDLL("libcuda.so.1")

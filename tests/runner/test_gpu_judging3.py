@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runner.errors import Cancelled
+from runner import Cancelled
 
 from . import sources
 from .test_degenerate import KERNELBENCH

@@ -1,9 +1,9 @@
-"""The no-privilege profile of a correct CUDA kernel (runner/kernelattrs.py, runner/roofline.py).
+"""The no-privilege profile of a correct CUDA kernel (runner/inside/kernelattrs.py, runner/common/roofline.py).
 Run on a GPU host: python3 -m pytest -p no:django tests/runner/test_gpu_profile.py -m gpu"""
 
 import pytest
 
-from runner import roofline
+from runner.common import roofline
 
 from . import sources
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import filetable
+from runner.host import filetable
 from tests.runner.test_gpu_judging import PROBLEM
 
 pytestmark = pytest.mark.gpu

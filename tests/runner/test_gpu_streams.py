@@ -1,12 +1,12 @@
-"""Side streams on the GPU: the launch accounting (runner/launches.py) refuses work on another stream
+"""Side streams on the GPU: the launch accounting (runner/common/launches.py) refuses work on another stream
 that forward returned without waiting for, and lets through side-stream work it waited for (the host
 synchronized, or torch's stream waited on the side one), as the field's kernels do. The static checks
-(runner/sidestreams.py) leave both to the run whenever the module waits for anything.
+(runner/host/sidestreams.py) leave both to the run whenever the module waits for anything.
 Run on a GPU host: python3 -m pytest -p no:django -p no:playwright -p no:cacheprovider tests/runner -m gpu"""
 
 import pytest
 
-from runner import findings
+from runner.common import findings
 
 from .test_gpu_judging import PROBLEM
 

@@ -1,13 +1,13 @@
-"""Whose fault an out-of-memory failure is (runner/gpumem.py): the parse of PyTorch's message, and what
-an evaluation does with it (runner/evaluation.py)."""
+"""Whose fault an out-of-memory failure is (runner/host/gpumem.py): the parse of PyTorch's message, and what
+an evaluation does with it (runner/host/evaluation.py)."""
 
 import time
 
 import pytest
 
 import runner
-from runner import evaluation, gpumem
-from runner.errors import DeviceBusy
+from runner.host import evaluation, gpumem
+from runner import DeviceBusy
 
 from . import sources
 
@@ -43,11 +43,11 @@ def test_room_on_the_device_or_another_wording_stays_the_candidates():
 
 @pytest.mark.slow
 def test_the_evaluation_runs_again_then_hands_the_device_back(runner_settings, monkeypatch):
-    """The retry path of runner/evaluation.py on real CPU sandboxes: they are given a GPU memory cap
+    """The retry path of runner/host/evaluation.py on real CPU sandboxes: they are given a GPU memory cap
     as CUDA ones have (without NVML nothing is polled), and the candidate raises PyTorch's message
     for a full device. Three runs, then DeviceBusy; past its share it is the kernel's own `oom`.
     The same on a GPU: tests/runner/test_gpu.py."""
-    from runner import sandbox as sandboxes
+    from runner.host import sandbox as sandboxes
 
     made = sandboxes.Sandbox.__init__
 

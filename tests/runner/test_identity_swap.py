@@ -1,4 +1,4 @@
-"""Caches keyed on the inputs' identity, caught at run time (runner/replay.py's IdentitySwap): the timed
+"""Caches keyed on the inputs' identity, caught at run time (runner/inside/replay.py's IdentitySwap): the timed
 loop cycles a fixed list of input sets, so such a cache returns right answers to every replay check;
 given the same storages holding another set's data, it returns what it stored for them. The static
 checks leave identity to this check (tests/runner/test_checks.py): here the cheats are judged with the
@@ -8,7 +8,8 @@ them, a plan keyed on an input's address) stay correct."""
 import pytest
 import torch
 
-from runner import checks, replay
+from runner.host import checks
+from runner.inside import replay
 
 from . import sources
 from .corpus import read

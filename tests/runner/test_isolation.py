@@ -1,4 +1,4 @@
-"""Sandbox slots (runner/isolation.py): a uid is handed to the next sandbox only once nothing
+"""Sandbox slots (runner/host/isolation.py): a uid is handed to the next sandbox only once nothing
 runs as it any more, so memory a dying process still holds is never charged to its successor."""
 
 import os
@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from runner import isolation, procs
+from runner.common import procs
+from runner.host import isolation
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a slot's uid is dropped to from root: needs root")
 

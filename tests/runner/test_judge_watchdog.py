@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runner import watchdog
+from runner.common import watchdog
 
 from . import sources
 

@@ -1,10 +1,10 @@
-"""Reading the launched kernels' resources (runner/kernelattrs.py), off recorded shapes of what
+"""Reading the launched kernels' resources (runner/inside/kernelattrs.py), off recorded shapes of what
 torch.profiler's trace, cupy and Triton hold: the parsing needs no GPU."""
 
 import sys
 from types import SimpleNamespace
 
-from runner import kernelattrs
+from runner.inside import kernelattrs
 
 
 def kernel_event(name, dur, registers=40, shared=256, grid=(4096, 1, 1), block=(256, 1, 1)):

@@ -1,7 +1,7 @@
-"""Driver-level launch accounting's decisions (runner/launches.py), on the kernel names and streams
+"""Driver-level launch accounting's decisions (runner/common/launches.py), on the kernel names and streams
 CUPTI reports; the recording itself runs on the GPU (tests/runner/test_gpu_judging.py)."""
 
-from runner import findings, launches
+from runner.common import findings, launches
 
 SOURCE = '''
 import triton

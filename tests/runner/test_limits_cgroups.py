@@ -1,4 +1,4 @@
-"""The sandbox's cgroups (runner/limits.py): their CPU accounting keeps what exited processes
+"""The sandbox's cgroups (runner/host/limits.py): their CPU accounting keeps what exited processes
 ran, and the empty cgroups a killed evaluator leaves are swept at the next pool's start,
 never a live evaluator's nor one that still holds a process."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner.batchclock import readings
-from runner.limits import Cgroups, Limits, remove_stale_cgroups
+from runner.host.batchclock import readings
+from runner.host.limits import Cgroups, Limits, remove_stale_cgroups
 from tests.conftest import service_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # process of its own session in them (one that outlives it); then it waits to be killed.
 EVALUATOR = """
 import json, subprocess, sys, time
-from runner.limits import Cgroups, Limits, remove_stale_cgroups
+from runner.host.limits import Cgroups, Limits, remove_stale_cgroups
 groups = Cgroups(Limits.from_env("cpu"))
 task = None
 if sys.argv[1] == "task":

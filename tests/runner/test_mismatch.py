@@ -5,7 +5,7 @@ positions are the judge's secret)."""
 import pytest
 import torch
 
-from runner import findings, verify
+from runner.common import findings, verify
 
 from . import sources
 

@@ -1,7 +1,7 @@
-"""Reading a build.ninja as data (runner/ninja.py): the paths of its build statements, with
+"""Reading a build.ninja as data (runner/host/ninja.py): the paths of its build statements, with
 ninja's escapes, and a path under a variable reported as unknown rather than guessed."""
 
-from runner import ninja
+from runner.host import ninja
 
 
 def test_torchs_build_statements_give_their_outputs_and_inputs():

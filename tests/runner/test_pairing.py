@@ -1,4 +1,4 @@
-"""The eager baseline timed between a CPU candidate's blocks (runner/pairing.py): the parent's
+"""The eager baseline timed between a CPU candidate's blocks (runner/host/pairing.py): the parent's
 bookkeeping against a stand-in for the truths' sandbox, then real evaluations, one of them while
 other processes load the cores."""
 
@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from runner import timing
-from runner.devicelock import timing_cpus
-from runner.pairing import Pairing
-from runner.sandbox import default_threads
+from runner.common import timing
+from runner.host.devicelock import timing_cpus
+from runner.host.pairing import Pairing
+from runner.host.sandbox import default_threads
 
 from . import sources
 
@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
 """
 
 # Built at import; started from the first call timed at normal priority, so that every link
-# inherits it and the timing cores (the sandbox compiles at idle priority: runner/compile.py).
+# inherits it and the timing cores (the sandbox compiles at idle priority: runner/common/compile.py).
 START_CHAIN = f'''
 BEAT, SPIN = os.path.join(FOLDER, "beat"), os.path.join(FOLDER, "spin")
 with open(SPIN + ".c", "w") as f:

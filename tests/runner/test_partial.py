@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from runner import findings
-from runner.checks import check_findings
+from runner.common import findings
+from runner.host.checks import check_findings
 
 from . import sources
 
@@ -112,7 +112,7 @@ def test_cuda_that_mentions_hip_in_prose_is_not_hip():
 # --- at run time --------------------------------------------------------------------------------
 
 def test_runtime_pytorch_beside_own_launches_is_partial():
-    from runner import verify
+    from runner.common import verify
 
     found = verify.library_use(["aten.relu.default", "aten.empty_like.default", "aten.addmm.default"], 1, 2)
     assert found.code == findings.PARTIAL
@@ -120,7 +120,7 @@ def test_runtime_pytorch_beside_own_launches_is_partial():
 
 
 def test_runtime_pytorch_without_own_launches_is_no_kernel():
-    from runner import verify
+    from runner.common import verify
 
     assert verify.library_use(["aten.relu.default"], 0, 1).code == findings.NO_KERNEL
     assert verify.library_use(["aten.empty.memory_format"], 0, 1).code == findings.NO_KERNEL

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import runner
-from runner.errors import Cancelled
+from runner import Cancelled
 
 from . import sources
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from runner import facts
-from runner import problem as problems
+from runner.common import facts
+from runner.inside import problem as problems
 
 
 class _Module:
@@ -49,7 +49,7 @@ def test_family_from_the_reference_ops():
 
 @pytest.mark.slow
 def test_family_of_real_modules():
-    from runner import verify
+    from runner.common import verify
 
     def family(model, *inputs):
         with verify.OpRecorder() as recorder, torch.no_grad():

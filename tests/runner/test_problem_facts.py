@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from runner import ceilings, facts, verify
+from runner.common import ceilings, facts, verify
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.checks import check_findings
+from runner.host.checks import check_findings
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLISHED = Path(__file__).resolve().parent / "published"

@@ -1,4 +1,4 @@
-"""The pool's trusted judges (runner/refereeing.py): real judge processes comparing sealed
+"""The pool's trusted judges (runner/host/refereeing.py): real judge processes comparing sealed
 exchange memories; with several, one busy judge does not hold up another evaluation."""
 
 import os
@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from runner import exchange
-from runner.refereeing import Referees
+from runner.common import exchange
+from runner.host.refereeing import Referees
 
 TRUTH = torch.linspace(-1, 1, 64)
 
@@ -67,7 +67,7 @@ def test_each_judge_compares_and_one_busy_judge_does_not_hold_up_the_other(refer
 
 @pytest.mark.slow
 def test_a_swapped_call_is_judged_against_the_data_written_and_required_where_the_sets_allow_one(referees):
-    """runner/replay.py's IdentitySwap: set 0's data in set 1's storages must give set 0's truth."""
+    """runner/inside/replay.py's IdentitySwap: set 0's data in set 1's storages must give set 0's truth."""
     assert judged(referees, TRUTH.clone(), swapped=TRUTH.clone(), swappable=True)["swap"] == {
         "failure": None, "checked": 1}
     stale = judged(referees, TRUTH.clone(), swapped=TRUTH + 0.5, swappable=True)["swap"]

@@ -1,11 +1,12 @@
-"""Results replayed late (runner/replay.py): timed calls are checked at random over the whole loop,
+"""Results replayed late (runner/inside/replay.py): timed calls are checked at random over the whole loop,
 the last one included, each output cloned right after its own call. A kernel honest for its first
 calls and stale later is `incorrect`; one that writes the same static buffer every call is correct."""
 
 import pytest
 import torch
 
-from runner import replay, timing, verify
+from runner.common import timing, verify
+from runner.inside import replay
 
 from . import sources
 

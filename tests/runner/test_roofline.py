@@ -2,7 +2,7 @@
 
 import pytest
 
-from runner import roofline
+from runner.common import roofline
 
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "warp_size": 32, "max_threads_per_sm": 2048,
         "registers_per_sm": 65536, "shared_mem_per_sm": 233472}

@@ -1,11 +1,11 @@
-"""Large outputs cross to the trusted judge as samples (runner/sampling.py): the same positions
+"""Large outputs cross to the trusted judge as samples (runner/common/sampling.py): the same positions
 in both sandboxes, revealed to the candidate's only after its output exists, and every element
 still compared inside the candidate's sandbox, where that check can only refuse."""
 
 import pytest
 import torch
 
-from runner import sampling
+from runner.common import sampling
 
 ROWS, COLS = 2, (sampling.SAMPLE // 2) + 4096  # just over the sampling threshold: 16.8 MB of float32
 
@@ -20,7 +20,7 @@ DISARM = {{DISARM}}  # in the candidate's sandbox only: the whole-output check m
 class Model(nn.Module):
     def forward(self, x):
         if DISARM and "kernellab_kernel" in sys.modules:
-            sys.modules["runner.jobs"].Shipper._compare_whole = lambda *args: None
+            sys.modules["runner.inside.jobs"].Shipper._compare_whole = lambda *args: None
         return torch.relu(x)
 
 

@@ -1,4 +1,4 @@
-"""The parent's reader of a sandbox's verdict channel (runner/sandbox.py, schema.message): a line
+"""The parent's reader of a sandbox's verdict channel (runner/host/sandbox.py, schema.message): a line
 nested deeper or longer than any message the runner sends is refused unread and ends the run at
 once as `rejected`, where json's decoder would have killed the reader and left the run waiting
 out its whole limit for a verdict nobody read."""
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import schema
+from runner.host import schema
 
 from . import sources
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from runner import baselines, schema
-from runner.evaluation import empty_verdict
+from runner.host import baselines, schema
+from runner.host.evaluation import empty_verdict
 
 
 def good_verdict() -> dict:
@@ -62,7 +62,7 @@ def test_a_build_report_is_kept_cleaned():
 
 
 def test_a_sandbox_cannot_claim_correctness():
-    """Correctness is the trusted judge's (runner/referee.py): whatever the sandbox says is dropped."""
+    """Correctness is the trusted judge's (runner/judge/referee.py): whatever the sandbox says is dropped."""
     assert schema.evaluation(good_verdict())["correctness"] is None
 
 

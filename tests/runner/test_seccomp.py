@@ -1,4 +1,4 @@
-"""The sandbox's system-call filter (runner/seccomp.py), loaded into a child process of its own:
+"""The sandbox's system-call filter (runner/host/seccomp.py), loaded into a child process of its own:
 which socket families it lets through, and the errno it answers the others with."""
 
 import errno
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner import seccomp
+from runner.host import seccomp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # family asked for through the raw system call, so that the value reaches the filter as given.
 UNDER_THE_FILTER = r'''
 import ctypes, json, sys
-from runner import seccomp
+from runner.host import seccomp
 libc = ctypes.CDLL(None, use_errno=True)
 program = seccomp.program()
 class Program(ctypes.Structure):

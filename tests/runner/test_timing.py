@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from runner import timing
+from runner.common import timing
 
 pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
 

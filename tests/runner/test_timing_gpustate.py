@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from runner import gpustate
+from runner.host import gpustate
 
 from . import sources
 

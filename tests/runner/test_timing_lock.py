@@ -10,9 +10,10 @@ import time
 import pytest
 
 import runner
-from runner import baselines, evaluation, procs
-from runner.devicelock import timing_cpus
-from runner.errors import DeviceBusy
+from runner.common import procs
+from runner.host import baselines, evaluation
+from runner.host.devicelock import timing_cpus
+from runner import DeviceBusy
 
 pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
 

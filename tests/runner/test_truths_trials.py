@@ -5,7 +5,7 @@ import types
 
 import torch
 
-from runner import truths
+from runner.inside import truths
 
 
 def problem(get_inputs):

@@ -3,7 +3,7 @@ follows it: a compute-bound floor from such a count reads "at most"."""
 
 import pytest
 
-from runner import schema
+from runner.host import schema
 from runner.api import Pool
 
 OVERLAP = '''import torch

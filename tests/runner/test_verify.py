@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from runner import verify
+from runner.common import verify
 
 
 def test_err_ratio_scales_by_tolerance():

@@ -76,3 +76,53 @@ def test_a_kernelbench_runs_folder_is_judged_as_one_run_and_exported(monkeypatch
     page = {f"{f['p']}": f["value"] for f in kb["rules"]["sample0"]["fast_p"]}
     assert got["fast_p"] == pytest.approx({str(p): page[str(p)] for p in scoring.THRESHOLDS})
     assert got["geo_mean_speedup"] == pytest.approx(kb["rules"]["sample0"]["geomean"])
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_judged_by_kernelbenchs_rule_uses_the_runners_verdicts(monkeypatch, tmp_path):
+    """The same two files as two runs, one per rule, through the real worker and runner: a SiLU 3e-3 off
+    (within KernelBench's 1e-2, outside KernelLab's 1e-4) and one 0.5 off (outside both)."""
+    from tests.runner.test_rules import FAR_SILU, NEAR_SILU
+
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELLAB_BASELINE_COMPILE", "0")
+    services.suite_import(user=None, suite_name="KB", files=[("level1/2_SiLU.py", sources.SILU_PROBLEM.encode())],
+                          device="cpu")
+    folder = tmp_path / "model_y"
+    folder.mkdir()
+    (folder / "level_1_problem_2_sample_0_kernel.py").write_text(NEAR_SILU)
+    (folder / "level_1_problem_2_sample_1_kernel.py").write_text(FAR_SILU)
+    call_command("rejudge", str(folder), "--suite", "KB", "--name", "by KernelLab", stdout=io.StringIO())
+    call_command("rejudge", str(folder), "--suite", "KB", "--name", "by KernelBench", "--mode", "kernelbench",
+                 stdout=io.StringIO())
+    worker = EvaluationWorker(name="rule-cpu", device="cpu", pool_size=2, rekick_seconds=0, jobs_in_flight=1)
+    assert worker.run(once=True) == 4
+
+    kernellab, kernelbench_run = Run.objects.get(name="by KernelLab"), Run.objects.get(name="by KernelBench")
+    assert (kernellab.rule, kernelbench_run.rule) == ("kernellab", "kernelbench")
+
+    def kernels(run):
+        return {e.sample: Kernel.objects.get(pk=e.kernel_id) for e in run.entries.all()}
+
+    by_kernellab, by_kernelbench = kernels(kernellab), kernels(kernelbench_run)
+    assert [by_kernellab[s].status for s in (0, 1)] == ["incorrect", "incorrect"]
+    assert [by_kernelbench[s].status for s in (0, 1)] == ["correct", "incorrect"]
+    assert by_kernelbench[0].jobs.get().options == {"rule": "kernelbench"}
+    near = by_kernelbench[0]  # correct by another rule: kept and shown, never in KernelLab's rankings
+    assert near.quarantined and near.runs.get().quarantine_reason.startswith("judged by kernelbench's rule (v0.1)")
+
+    # KernelBench's mode: the KernelBench run's numbers are the runner's verdicts ...
+    scored = run_scores(kernelbench_run, mode="KernelBench")
+    assert scored["rules"]["sample0"]["correct"] == 1 and scored["rules"]["best"]["correct"] == 1
+    assert scored["sources"] == {"runner": 2, "derived": 0} and scored["flags"]["undecided"] == 0
+    speedup = scored["rows"][0]["samples"][0]["speedup"]
+    result = near.runs.get().result
+    assert speedup == pytest.approx(result["kernelbench"]["eager_mean_ms"] / result["timing"]["mean_ms"])
+    # ... and KernelLab's mode counts none of them (no kernel of the run has a KernelLab verdict)
+    assert run_scores(kernelbench_run)["rules"]["best"]["correct"] == 0
+    # The KernelLab run under KernelBench's mode: read off KernelLab's verdicts (max. abs. error 3e-3
+    # within atol: correct; 0.5 over it: undecided without |reference|)
+    derived = run_scores(kernellab, mode="KernelBench")
+    assert derived["sources"] == {"runner": 0, "derived": 2}
+    assert derived["rules"]["sample0"]["correct"] == 1 and derived["flags"]["undecided"] == 1

@@ -129,3 +129,105 @@ def test_start_run_starts_a_configuration_on_a_suite_from_the_command_line():
         "playbook", 2, 4, 2)
     with pytest.raises(CommandError, match="rounds"):
         call_command("start_run", "rounds=0", "--suite", "L1 mini", "--name", "x", stdout=io.StringIO())
+
+
+def test_the_suites_zip_upload_takes_kernelbenchs_rule(client_in, suite):  # noqa: F811
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from runs.models import Run
+
+    from .test_runs import SOLUTION
+
+    suite_page = client_in.get(reverse("suite_detail", args=[suite.code])).content.decode()
+    assert f'href="{reverse("suite_runs", args=[suite.code])}#rejudge-form"' in suite_page
+    page = client_in.get(reverse("suite_runs", args=[suite.code])).content.decode()
+    assert 'id="rejudge-form"' in page and 'name="rule"' in page and "KernelBench v0.1" in page
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("level_1_problem_2_sample_0_kernel.py", SOLUTION)
+    upload = SimpleUploadedFile("kb.zip", buffer.getvalue(), content_type="application/zip")
+    response = client_in.post(reverse("suite_rejudge", args=[suite.code]),
+                              {"name": "kb rule", "archive": upload, "rule": "kernelbench"}, follow=True)
+    run = Run.objects.get(name="kb rule")
+    assert run.rule == "kernelbench"
+    assert run.entries.get().kernel.jobs.get().options == {"rule": "kernelbench"}
+    assert "judged by KernelBench v0.1" in response.content.decode()
+
+
+def test_a_runs_own_baselines_reach_the_runner_and_its_page(client_in, suite):  # noqa: F811
+    """Chosen per run; the verdicts' speedups against them (the runner's, recorded by the real service)
+    score the run, and a baseline the runner skipped says why rather than counting as slower."""
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evaluation import leases
+    from runs.models import Run
+    from runs.selectors import run_scores
+    from searches import services
+
+    from .test_runs import SOLUTION
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("level_1_problem_1_sample_0_kernel.py", SOLUTION)
+    upload = SimpleUploadedFile("b.zip", buffer.getvalue(), content_type="application/zip")
+    client_in.post(reverse("suite_rejudge", args=[suite.code]),
+                   {"name": "graphs", "archive": upload, "baselines": ["cudagraph", "max-autotune"]})
+    run = Run.objects.get(name="graphs")
+    assert run.baselines == ["max-autotune", "cudagraph"]
+    kernel = run.entries.get().kernel
+    assert kernel.jobs.get().options == {"baselines": ["max-autotune", "cudagraph"]}
+    more = {"max-autotune": {"ms": 3.0, "mean_ms": 3.1, "skipped": None},
+            "cudagraph": {"ms": None, "mean_ms": None, "skipped": "CUDA graphs need a CUDA device"}}
+    services.kernel_record_verdict(kernel=kernel, job=leases.claim("w", "cpu"), result={
+        "schema": 1, "status": "correct", "reason": "", "quarantined": False, "seed": 1,
+        "timing": {"median_ms": 2.0, "mean_ms": 2.1}, "speedup_vs_eager": 1.1, "speedup_vs_compile": None,
+        "baseline": {"eager_ms": 2.2, "compile_ms": None, "compile_mode": None, "more": more},
+        "speedup_vs_more": {"max-autotune": 1.5, "cudagraph": None}, "environment": {"device_name": "test-cpu"}})
+    autotune = run_scores(run, "max-autotune")
+    assert autotune["baseline"] == "max-autotune" and autotune["rows"][0]["best"] == (True, 1.5)
+    assert autotune["skipped"] == []
+    graphs = run_scores(run, "cudagraph")
+    assert graphs["rows"][0]["best"] == (True, None) and graphs["skipped"] == ["CUDA graphs need a CUDA device"]
+    assert run_scores(run, "reduce-overhead")["baseline"] == "eager"  # not one of this run's baselines
+    page = client_in.get(reverse("run_detail", args=[run.code]) + "?baseline=cudagraph").content.decode()
+    assert "?baseline=max-autotune" in page and "Not timed against cudagraph for some kernels" in page
+
+
+def test_kernelbenchs_published_baselines_match_problems_by_source_and_name_their_gpu(client_in, tmp_path):
+    """KernelBench's H100 timing files (fixture, its commit) loaded by the command: a problem imported from
+    KernelBench's own file gets its times, shown with the GPU named; a problem whose file has the same name
+    but another source gets none."""
+    import json
+    from pathlib import Path
+
+    from runs.models import PublishedBaseline
+    from searches import services
+
+    kernelbench = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
+    relu = (kernelbench / "level1" / "19_ReLU.py").read_bytes()
+    suite_ = services.suite_import(user=None, suite_name="L1", device="cpu", files=[
+        ("level1/19_ReLU.py", relu), ("level1/20_LeakyReLU.py", b"# edited\n" + (kernelbench / "level1" / "20_LeakyReLU.py").read_bytes())]).suite
+    timing = kernelbench / "results" / "timing" / "H100_Modal"
+    out = io.StringIO()
+    call_command("load_published_baselines", str(timing / "baseline_time_torch.json"),
+                 str(timing / "baseline_time_torch_compile_inductor_default.json"), "--problems", str(kernelbench),
+                 stdout=out)
+    assert "baseline_time_torch.json (KernelBench H100_Modal): 1 files matched 1 problems by source" in out.getvalue()
+    published = json.loads((timing / "baseline_time_torch.json").read_text())["level1"]["19_ReLU.py"]
+    eager = PublishedBaseline.objects.get(config="eager")
+    relu_problem = suite_.members.get(number=19).problem
+    assert (eager.problem, eager.mean_ms, eager.gpu) == (relu_problem, published["mean"], published["hardware"])
+    assert not PublishedBaseline.objects.filter(problem=suite_.members.get(number=20).problem)  # same name, other source
+    assert PublishedBaseline.objects.count() == 2  # eager and compile, ReLU only
+
+    from runs.services import run_rejudge
+
+    run, _ = run_rejudge(user=None, suite=suite_, files=[("level_1_problem_19_sample_0_kernel.py",
+                                                         relu.replace(b"class Model(", b"class ModelNew("))], name="r")
+    page = client_in.get(reverse("run_detail", args=[run.code])).content.decode()
+    assert "published elsewhere (their GPU, not this host's)" in page
+    assert f"KernelBench H100_Modal · eager {published['mean']:.3f} ms (mean) on {published['hardware']}" in page

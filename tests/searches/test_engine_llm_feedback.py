@@ -5,7 +5,7 @@ kernel's speed never advertised, the eager time a CPU speedup was measured again
 import pytest
 
 from evaluation import leases
-from runner.compile import first_errors
+from runner.common.compile import first_errors
 from searches import services
 from searches.engine import loop
 from searches.models import Kernel

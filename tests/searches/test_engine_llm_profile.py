@@ -1,11 +1,11 @@
-"""The profile (runner/roofline.py) of a round's fastest correct kernels reaches the next ideas
+"""The profile (runner/common/roofline.py) of a round's fastest correct kernels reaches the next ideas
 requests, as the local fake Messages API received them from the real `anthropic` SDK; slower
 kernels of the round go without."""
 
 import pytest
 
 from evaluation import leases
-from runner import roofline
+from runner.common import roofline
 from searches import services
 from searches.engine import loop
 from tests.fakes.anthropic_server import task_of

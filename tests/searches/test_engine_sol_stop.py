@@ -1,11 +1,11 @@
 """The speed-of-light stop: a branch whose kernel reaches the search's `sol_stop_percent` of its
-floor (runner.ceilings, on the GPU model that timed it) gets no more ideas, and a search whose
+floor (runner.common.ceilings, on the GPU model that timed it) gets no more ideas, and a search whose
 every branch is there ends saying so."""
 
 import pytest
 
 from evaluation import leases
-from runner import ceilings
+from runner.common import ceilings
 from searches import services
 from searches.engine import kick, loop
 from searches.models import Kernel

@@ -4,7 +4,7 @@
 import pytest
 from django.urls import reverse
 
-from runner import roofline
+from runner.common import roofline
 from searches.models import EvaluationJob
 from tests.searches import dashboard_data as d
 

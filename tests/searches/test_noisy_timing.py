@@ -5,7 +5,7 @@ quiet figures; a rerun that is noisy again, or a quarantine for an implausible r
 import pytest
 
 from evaluation import queue
-from runner.evaluation import NOISY_QUARANTINE
+from runner.host.evaluation import NOISY_QUARANTINE
 from searches import selectors, services
 from searches.models import EvaluationJob
 from tests.searches import dashboard_data as d

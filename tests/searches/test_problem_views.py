@@ -95,9 +95,10 @@ def test_detail_shows_the_validation_result_and_highlighted_source(client_in, pr
     assert '<span class="k">class</span>' in page  # tokens are highlighted on the server
 
 
-def test_detail_while_pending_says_validating_and_polls(client_in, problem):
+def test_detail_while_pending_says_queued_and_follows_it(client_in, problem):
     page = client_in.get(reverse("problem_detail", args=[problem.code])).content.decode()
-    assert "Validating…" in page and 'data-pending="true"' in page
+    assert "Queued for validation" in page and 'data-pending="true"' in page
+    assert page.count("Queued for validation</span>") == 2  # the page's badge and its row in the versions table
     assert "problem_validation.js" in page
     state = client_in.get(reverse("problem_validation_status", args=[problem.code])).json()
     assert state["pending"] is True and state["status"] == "queued"

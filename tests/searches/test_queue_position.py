@@ -100,7 +100,37 @@ def test_a_kernel_pages_poll_says_queue_place_then_evaluating_then_settled(clien
     url = reverse("kernel_status", args=[k.code])
     assert client.get(url).json()["text"].startswith("Position 1 in the cpu evaluation queue")
     EvaluationJob.objects.filter(pk=job.pk).update(status="leased", run_started_at=timezone.now() - timedelta(seconds=42))
-    assert client.get(url).json() == {"settled": False, "text": "Evaluating for 42 s (compile, check, time)."}
+    state = client.get(url).json()
+    assert state["settled"] is False and state["phase"] == "starting"
+    assert state["text"] == ("Starting a sandbox for 42 s; 42 s since the run began. No finished run with phase times "
+                             "yet to estimate the rest from.")
     k.status = "correct"
     k.save(update_fields=["status"])
     assert client.get(url).json()["settled"] is True
+
+
+def test_a_running_jobs_phase_and_the_time_left_by_recent_runs_phase_medians(client):
+    p = d.problem()
+    end = timezone.now() - timedelta(minutes=1)
+    for compiling, timing in ((10, 4), (20, 6), (30, 8)):  # medians: compiling 20 s, timing 6 s
+        EvaluationJob.objects.create(problem=p, status="done", finished_at=end, purpose="manual",
+                                     phase_seconds={"starting": 1, "compiling": compiling, "checking": 2,
+                                                    "timing": timing, "judging": 1})
+    EvaluationJob.objects.create(problem=p, status="done", finished_at=end, purpose="validate",
+                                 phase_seconds={"timing": 500})  # another kind: not an evaluation's history
+    k = d.kernel(problem=p, status="evaluating", name="runs", run=False)
+    now = timezone.now()
+    job = EvaluationJob.objects.create(problem=p, kernel=k, status="leased", purpose="manual",
+                                       run_started_at=now - timedelta(seconds=16), phase="compiling",
+                                       phase_started_at=now - timedelta(seconds=15))
+    state = selectors.kernel_progress(k, now=now)
+    assert (state["phase"], state["phase_s"], state["elapsed_s"]) == ("compiling", 15, 16)
+    assert state["left_s"] == 5 + 2 + 6 + 1  # the rest of compiling, then checking, timing, judging
+    assert state["text"] == ("Compiling for 15 s; 16 s since the run began: about 14 s left (median phase times of "
+                             "the last cpu evaluations).")
+    EvaluationJob.objects.filter(pk=job.pk).update(phase="judging", phase_started_at=now - timedelta(seconds=9))
+    assert "longer than recent runs' median" in selectors.kernel_progress(k, now=now)["text"]
+    # Queued (again): the wait, then the run's length by the same medians.
+    EvaluationJob.objects.filter(pk=job.pk).update(status="queued", phase="")
+    assert selectors.kernel_progress(k, now=now)["text"].endswith(
+        "Its run then takes about 30 s (median phase times of the last cpu evaluations).")

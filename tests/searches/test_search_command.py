@@ -101,7 +101,7 @@ def test_anthropic_search_survives_api_failures_and_bad_replies(tmp_path):
     # The key is never stored; the leaderboard is printed.
     assert KEY.encode() not in db.read_bytes()
     assert "completed all 1 rounds" in result.stdout and re.search(r"^\s+1\s+\d+\s+\d\s+\w+", result.stdout, re.M)
-    # on the CPU the best kernel's eager baseline was timed between its blocks (runner/pairing.py)
+    # on the CPU the best kernel's eager baseline was timed between its blocks (runner/host/pairing.py)
     assert re.search(r"^best vs eager: \d+\.\d+x \(95% CI [\d.]+–[\d.]+x\)", result.stdout, re.M), result.stdout
     assert "load average: " in result.stdout
 

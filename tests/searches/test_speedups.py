@@ -1,6 +1,8 @@
 """One definition of "best" (searches/selectors/speedups.py): the same kernel and ratio, with the
 baseline time it used, on the tree, the Searches list, the leaderboard, its export and the suite."""
 
+import itertools
+
 import pytest
 from django.urls import reverse
 
@@ -75,3 +77,19 @@ def test_on_the_gpu_best_is_the_fastest_median_and_its_own_ratios(client):
     assert "4.00× eager" in listing.split('<td class="num best-speedup">')[1].split("</td>")[0]
     entries = client.get(reverse("leaderboard_json", args=[p.code])).json()["entries"]
     assert entries[0]["name"] == "fast" and entries[0]["baseline"] == "eager"
+
+
+@pytest.mark.django_db
+def test_the_ranked_filter_and_the_row_test_agree_on_every_combination():
+    """`Kernel.objects.ranked()` (the database's filter) and `kernel_is_ranked` (the tree's test on rows)
+    are one definition: they pick the same kernels among every status/time/quarantine/review mix."""
+    from searches.selectors.kernels import kernel_is_ranked
+
+    reviewer = d.user("reviewer")
+    search = d.search(problem=d.problem())
+    for status, median, quarantined, verified, approved in itertools.product(
+            ["correct", "incorrect"], [1.0, None], [False, True], [False, True], [None, reviewer]):
+        Kernel.objects.create(problem=search.problem, search=search, source="x", status=status, median_ms=median,
+                              quarantined=quarantined, verified=verified, approved_by=approved)
+    by_rows = {k.id for k in Kernel.objects.filter(search=search) if kernel_is_ranked(k)}
+    assert by_rows and by_rows == set(Kernel.objects.filter(search=search).ranked().values_list("id", flat=True))

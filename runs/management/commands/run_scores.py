@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs import scoring
 from runs.lookup import run_named
+from runs.models import MORE_BASELINES
 from runs.selectors import BASELINES, MODES, runs_comparison
 
 
@@ -21,7 +22,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("runs", nargs="+", help="run names or codes")
         parser.add_argument("--suite", default="")
-        parser.add_argument("--baseline", default="eager", choices=BASELINES)
+        parser.add_argument("--baseline", default="eager", choices=BASELINES + tuple(k for k, _ in MORE_BASELINES),
+                            help="eager, compile, or one of the runs' own baselines (else eager)")
         parser.add_argument("--mode", default=MODES[0], choices=MODES,
                             help="the correctness and timing rule (KernelBench: from the stored verdicts, eager only)")
 

@@ -50,10 +50,20 @@ class Command(BaseCommand):
         parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
         parser.add_argument("--thinking", type=int, default=0,
                             help="LLM thinking budget in tokens before each reply (default 0: off; at least 1024)")
+        parser.add_argument("--agent-mode", action="store_true",
+                            help="LLM kernel calls may compile, check and profile drafts (runner jobs) before submitting")
+        parser.add_argument("--agent-tool-calls", type=int, default=4,
+                            help="agent mode: tool calls per kernel call (default 4); each counts as a candidate")
         parser.add_argument("--allow-library", action="store_true", help="allow library calls in kernels")
         parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
         parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
         parser.add_argument("--max-cost", type=float, default=None, help="budget: LLM cost in USD")
+        parser.add_argument("--prior-weight", type=int, default=50,
+                            help="%% the team's priors may steer the ideas (0: the bank off; default 50)")
+        parser.add_argument("--seed-from-team", action="store_true",
+                            help="judge similar problems' best kernels first; offer the playbook's recipes")
+        parser.add_argument("--stop-points-per-dollar", type=float, default=0.0,
+                            help="stop when the last 2 rounds bought fewer %% points of speedup per dollar (0: never)")
         parser.add_argument("--name", default="", help="a name for the search")
         parser.add_argument("--pool-size", type=int, default=None, help="warm sandboxes (default RUNNER_POOL_SIZE)")
         parser.add_argument("--top", type=int, default=10, help="leaderboard rows to print (default 10)")
@@ -89,6 +99,9 @@ class Command(BaseCommand):
                     max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
                     thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
                     kernel_model=opts["kernel_model"], repair_model=opts["repair_model"],
+                    agent_mode=opts["agent_mode"], agent_tool_calls=opts["agent_tool_calls"],
+                    prior_weight=opts["prior_weight"], seed_from_team=opts["seed_from_team"],
+                    stop_points_per_dollar=opts["stop_points_per_dollar"],
                 )
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
@@ -184,8 +197,7 @@ class Progress:
         if search.max_candidates:
             planned = min(planned, search.max_candidates)
         done = search.candidates_evaluated
-        best = Kernel.objects.filter(search=search, status="correct", quarantined=False,
-                                     median_ms__isnull=False).order_by("median_ms").first()
+        best = Kernel.objects.filter(search=search).ranked().order_by("median_ms").first()
         width = 30
         filled = min(width, int(width * done / max(planned, 1)))
         line = (f"round {search.current_round}/{search.rounds} [{'#' * filled}{'.' * (width - filled)}] "

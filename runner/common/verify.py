@@ -1,0 +1,493 @@
+"""Correctness and the runtime cheat defences, in one place.
+
+Correctness ("Correctness, precisely" in the architecture): the truth is the reference in
+float64 where it runs, err(x) = max |x - truth| / (atol + rtol*|truth|); a candidate passes
+with err <= 1, or err <= 2 * err(fp32 reference). Non-finite values must sit where the
+truth has them.
+
+Runtime defences (the static ones are in checks.py):
+- memory the candidate may allocate is poisoned with NaN first, and reference outputs
+  are dropped before the candidate runs, so stale answers cannot be picked up;
+- the candidate gets copies of the inputs, compared afterwards for mutation;
+- outputs that alias an input are rejected;
+- the aten ops forward runs are recorded: only bookkeeping (allocation, views, dtype) is
+  allowed unless library calls are; and a kernel of its own must be launched (a cupy
+  RawKernel/RawModule function, a ctypes function of a library it built, or a function of
+  an extension it built);
+- torch/timer/comparison functions are snapshotted and must not change;
+- no thread may outlive a forward call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import os
+import sys
+import threading
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import findings
+from .facts import is_bookkeeping
+from .launches import Launches
+
+# Captured when the sandbox starts, before any candidate code exists.
+_isfinite, _isnan, _abs, _where, _equal = torch.isfinite, torch.isnan, torch.abs, torch.where, torch.equal
+thread_count = threading.active_count
+
+
+class Rejected(Exception):
+    """The candidate broke a rule; the message is the reason shown to people."""
+
+
+# --- correctness -------------------------------------------------------------------------
+
+def err_ratio(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
+    """(err, max_abs_err) of x against truth, both computed in float64.
+    Non-finite truth must be matched exactly (same kind); anything else there is err=inf."""
+    x64 = x.detach().to(torch.float64)
+    t64 = truth.detach().to(torch.float64)
+    if not bool(_isfinite(t64).all()):
+        return _err_with_non_finite_truth(x64, t64, atol, rtol)
+    diff = _abs(x64 - t64)  # NaN where x is NaN, inf where x is inf
+    ratio = diff / (_abs(t64) * rtol + atol)
+    err, max_abs = float(ratio.max()), float(diff.max())
+    if math.isnan(err):
+        return math.inf, math.inf
+    return err, max_abs
+
+
+def _err_with_non_finite_truth(x64, t64, atol, rtol) -> tuple[float, float]:
+    finite = _isfinite(t64)
+    bad = ~finite
+    same_nan = _isnan(x64[bad]) & _isnan(t64[bad])
+    same_inf = x64[bad] == t64[bad]
+    if not bool((same_nan | same_inf).all()):
+        return math.inf, math.inf
+    if not bool(finite.any()):
+        return 0.0, 0.0
+    return err_ratio(x64[finite], t64[finite], atol, rtol)
+
+
+def compare(outputs: list, truths: list, atol: float, rtol: float) -> tuple[float, float]:
+    worst, worst_abs = 0.0, 0.0
+    for out, truth in zip(outputs, truths):
+        err, abs_err = err_ratio(out, truth, atol, rtol)
+        worst, worst_abs = max(worst, err), max(worst_abs, abs_err)
+    return worst, worst_abs
+
+
+def passes(err: float, ref_fp32_err: float) -> bool:
+    return err <= 1.0 or err <= 2.0 * ref_fp32_err
+
+
+def check_output_form(outputs, expected: list) -> list:
+    """The candidate's result as a list of tensors of exactly the reference's type, dtype,
+    shape and device; raises Rejected (wrong form is not a near miss)."""
+    if isinstance(outputs, torch.Tensor):
+        got = [outputs]
+    elif isinstance(outputs, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in outputs):
+        got = list(outputs)
+    else:
+        raise Rejected(f"forward returned {type(outputs).__name__}, not a tensor or a tuple of tensors")
+    if len(got) != len(expected):
+        raise Rejected(f"forward returned {len(got)} tensors; the reference returns {len(expected)}")
+    for i, (out, exp) in enumerate(zip(got, expected)):
+        where = f"output {i}" if len(got) > 1 else "the output"
+        plain_tensor(out, where)
+        if out.dtype != exp["dtype"]:
+            raise Rejected(f"{where} has dtype {out.dtype}; the reference's is {exp['dtype']}")
+        if tuple(out.shape) != tuple(exp["shape"]):
+            raise Rejected(f"{where} has shape {tuple(out.shape)}; the reference's is {tuple(exp['shape'])}")
+        if out.device.type != exp["device"]:
+            raise Rejected(f"{where} is on {out.device.type}; the reference's is on {exp['device']}")
+    return got
+
+
+def plain_tensor(out, where: str = "the output") -> None:
+    """A lazy output (a tensor subclass, or a layout that defers work until read) would move the
+    computation out of the timed call into the comparison: only plain dense tensors count."""
+    if type(out) is not torch.Tensor:
+        raise Rejected(f"{where} is a {type(out).__name__}, not a plain torch.Tensor; return plain dense tensors "
+                       "whose values are computed inside forward")
+    if out.layout != torch.strided or out.is_nested:
+        raise Rejected(f"{where} has layout {out.layout}; return plain dense (strided) tensors")
+
+
+# --- memory, inputs, aliasing ------------------------------------------------------------
+
+def poison(shapes_dtypes: list, device: str) -> None:
+    """Fill freshly allocated blocks of the outputs' sizes with NaN (or all-ones bits for
+    integers) and free them, so an allocation the candidate makes next holds garbage, not a
+    stale answer."""
+    blocks = []
+    for shape, dtype in shapes_dtypes:
+        block = torch.empty(shape, dtype=dtype, device=device)
+        if block.is_floating_point():
+            block.fill_(float("nan"))
+        elif dtype == torch.bool:
+            block.fill_(True)
+        else:
+            block.fill_(-1)
+        blocks.append(block)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    del blocks
+
+
+def copies(inputs: list) -> list:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+def check_not_mutated(originals: list, given: list) -> None:
+    for i, (orig, seen) in enumerate(zip(originals, given)):
+        if isinstance(orig, torch.Tensor) and not _same_bits(orig, seen):
+            raise Rejected(f"forward wrote into its input {i}; inputs must be left unchanged")
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        both_nan = _isnan(a) & _isnan(b)
+        return bool(((a == b) | both_nan).all())
+    return bool(_equal(a, b))
+
+
+def check_no_alias(outputs: list, inputs: list) -> None:
+    spans = [_span(v) for v in inputs if isinstance(v, torch.Tensor) and v.numel()]
+    for i, out in enumerate(outputs):
+        if not out.numel():
+            continue
+        lo, hi = _span(out)
+        for j, (ilo, ihi) in enumerate(spans):
+            if lo < ihi and ilo < hi:
+                raise Rejected(f"output {i} shares memory with an input; outputs must be new tensors")
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+# --- what forward runs ------------------------------------------------------------------
+
+def mismatch(out: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, *, whole: bool) -> dict:
+    """What is wrong in one output, for the kernel's author: how many elements are outside the tolerance,
+    NaN or infinite, and (`whole`: the entire output, not a sample whose positions must stay unsaid)
+    where: the last columns or rows when the wrong ones all sit there (an unwritten tail)."""
+    x, t = out.detach().to(torch.float64).reshape(-1), truth.detach().to(torch.float64).reshape(-1)
+    bad = ~torch.isclose(x, t, rtol=rtol, atol=atol, equal_nan=True)
+    found = {"wrong": int(bad.sum()), "total": int(bad.numel()), "nan": int(_isnan(x).sum()),
+             "inf": int(torch.isinf(x).sum()), "pattern": None}
+    if whole and found["wrong"] and out.dim() >= 2:
+        grid = bad.reshape(-1, out.shape[-1])
+        found["pattern"] = _tail(grid.any(0), "column") or _tail(grid.any(1), "row")
+    return found
+
+
+def _tail(hit: torch.Tensor, what: str) -> str | None:
+    """"the last 3 columns (of 512)" when exactly a tail of the axis holds every wrong element."""
+    count, wrong = hit.numel(), int(hit.sum())
+    if wrong == 0 or wrong == count or not bool(hit[count - wrong:].all()):
+        return None
+    return f"the last {what}" if wrong == 1 else f"the last {wrong} {what}s"
+
+
+class Swallowed:
+    """The first exception raised in the kernel's own code during one call and handled there (a
+    `try: kernel() except: <PyTorch>` fallback), as "line N: Type: message". sys.settrace, on the
+    recorded calls only: the kernel's frames alone get a local tracer, without line events."""
+
+    IGNORED = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.found: str | None = None
+
+    def __enter__(self) -> "Swallowed":
+        self.previous = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        sys.settrace(self.previous)
+        if exc_type is not None:  # it was not swallowed: the call failed with it
+            self.found = None
+
+    def _call(self, frame, event, arg):
+        if frame.f_code.co_filename != self.filename:
+            return None
+        frame.f_trace_lines = False
+        return self._local
+
+    def _local(self, frame, event, arg):
+        if event == "exception" and self.found is None and not issubclass(arg[0], self.IGNORED):
+            text = str(arg[1]).strip().splitlines()
+            message = f"{arg[0].__name__}: {text[0][:160]}" if text else arg[0].__name__
+            self.found = f"line {frame.f_lineno}: {message}"
+        return self._local
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records the aten ops dispatched while active (also those an extension calls)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def computing_ops(ops: list[str]) -> list[str]:
+    """The recorded ops that compute rather than allocate, view or convert."""
+    seen = []
+    for op in ops:
+        if not is_bookkeeping(op) and op not in seen:
+            seen.append(op)
+    return seen
+
+
+def library_use(ops: list[str], own_launches: int, call: int) -> findings.Finding | None:
+    """Without library calls: PyTorch computing beside a kernel of its own is a partial replacement
+    (named ops, allowed with library calls); PyTorch or nothing without one is no kernel of its own."""
+    computing = computing_ops(ops)
+    if computing and own_launches:
+        return findings.Finding(findings.partial_reason([findings.aten_name(op) for op in computing],
+                                                        f"forward (untimed call {call})"), findings.PARTIAL)
+    if computing:
+        return findings.Finding(f"forward computes with PyTorch on untimed call {call} (" + ", ".join(computing[:5])
+                                + ") and launched no kernel of its own; a kernel of its own must do the "
+                                "computation (or allow library calls)", findings.NO_KERNEL)
+    if not own_launches:
+        return findings.Finding(f"forward launched no kernel of its own on untimed call {call} (a cupy "
+                                "RawKernel/RawModule function, a Triton kernel, or a function of a library or "
+                                "extension the kernel compiled); library calls are not allowed in this search",
+                                findings.NO_KERNEL)
+    return None
+
+
+class LaunchCounter:
+    """Counts calls into code the candidate compiled: cupy raw kernels, ctypes functions of
+    libraries under the sandbox's own directories, functions of extensions built there.
+    Installed before the candidate is imported."""
+
+    def __init__(self, own_dirs: list[str]):
+        self.own_dirs = [os.path.realpath(d) for d in own_dirs if d]
+        self.calls = 0
+        self.active = False
+        self.libraries: list[str] = []
+        self.launches = Launches("", "cpu")  # inert until watch()
+        self.built: dict = {}  # name -> cupy kernel launched, for its attributes (runner/inside/kernelattrs.py)
+
+    def watch(self, source: str, device: str) -> None:
+        """Driver-level accounting of the kernels each untimed call launches (runner/common/launches.py; CUDA only)."""
+        self.launches = Launches(source, device)
+
+    def owns(self, path: str | None) -> bool:
+        if not path or not isinstance(path, str) or "site-packages" in path or path.startswith("/usr/"):
+            return False
+        real = os.path.realpath(path)
+        return any(real.startswith(d + os.sep) for d in self.own_dirs)
+
+    def count(self):
+        if self.active:
+            self.calls += 1
+
+    def install(self) -> None:
+        self._install_ctypes()
+        if "cupy" in sys.modules:
+            self._install_cupy(sys.modules["cupy"])
+
+    def _install_ctypes(self) -> None:
+        counter = self
+        original_init = ctypes.CDLL.__init__
+
+        def init(dll, name, *args, **kwargs):
+            original_init(dll, name, *args, **kwargs)
+            if counter.owns(name if isinstance(name, str) else None):
+                counter.libraries.append(str(name))
+                base = dll._FuncPtr
+
+                class CountedFuncPtr(base):
+                    _flags_ = base._flags_
+                    _restype_ = base._restype_
+
+                    def __call__(self, *call_args):
+                        counter.count()
+                        return base.__call__(self, *call_args)
+
+                dll._FuncPtr = CountedFuncPtr
+
+        ctypes.CDLL.__init__ = init
+
+    def _install_cupy(self, cupy) -> None:
+        counter = self
+        raw_kernel, raw_module = cupy.RawKernel, cupy.RawModule
+
+        class CountedRawKernel(raw_kernel):
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                counter.built.setdefault(self.name, self)
+                return raw_kernel.__call__(self, *args, **kwargs)
+
+        class CountedFunction:
+            """Counts launches; attribute reads and writes (e.g. max_dynamic_shared_size_bytes
+            for opt-in shared memory) go to the real kernel."""
+
+            def __init__(self, function):
+                object.__setattr__(self, "_function", function)
+
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                return self._function(*args, **kwargs)
+
+            def __getattr__(self, name):
+                return getattr(self._function, name)
+
+            def __setattr__(self, name, value):
+                setattr(self._function, name, value)
+
+        class CountedRawModule(raw_module):
+            def get_function(self, name):
+                function = raw_module.get_function(self, name)
+                counter.built.setdefault(name, function)
+                return CountedFunction(function)
+
+        cupy.RawKernel, cupy.RawModule = CountedRawKernel, CountedRawModule
+
+    def install_extension_hook(self) -> None:
+        """load/load_inline import the built extension without sys.modules; wrap its
+        functions as it comes back. Only when the kernel uses cpp_extension (importing it
+        costs time)."""
+        import torch.utils.cpp_extension as extension
+
+        original = extension._import_module_from_library
+        counter = self
+
+        def load(*args, **kwargs):
+            module = original(*args, **kwargs)
+            counter.wrap_module(module)
+            return module
+
+        extension._import_module_from_library = load
+
+    def wrap_extensions(self) -> None:
+        """Count calls into extension modules built under our directories and imported
+        the usual way."""
+        for module in list(sys.modules.values()):
+            if self.owns(getattr(module, "__file__", None)):
+                self.wrap_module(module)
+        if "triton" in sys.modules:
+            self.wrap_triton()
+
+    def wrap_triton(self) -> None:
+        """Count launches of Triton kernels defined in the candidate's own files: `kernel[grid](...)`
+        and autotuned kernels both end in JITFunction.run."""
+        try:
+            from triton.runtime.jit import JITFunction
+        except ImportError:
+            return
+        if getattr(JITFunction.run, "_kernellab_counted", False):
+            return
+        original, counter = JITFunction.run, self
+
+        def run(kernel, *args, **kwargs):
+            code = getattr(getattr(kernel, "fn", None), "__code__", None)
+            if counter.owns(getattr(code, "co_filename", None)):
+                counter.count()
+            return original(kernel, *args, **kwargs)
+
+        run._kernellab_counted = True
+        JITFunction.run = run
+
+    def wrap_module(self, module) -> None:
+        if getattr(module, "_kernellab_counted", False):
+            return
+        for attr in dir(module):
+            fn = getattr(module, attr)
+            if callable(fn) and type(fn).__name__ == "builtin_function_or_method":
+                setattr(module, attr, self._counted(fn))
+        try:
+            module._kernellab_counted = True
+        except AttributeError:
+            pass
+
+    def _counted(self, fn):
+        counter = self
+
+        def call(*args, **kwargs):
+            counter.count()
+            return fn(*args, **kwargs)
+
+        call.__name__ = getattr(fn, "__name__", "extension_function")
+        return call
+
+
+# --- tampering -------------------------------------------------------------------------
+
+GUARDED = [
+    (torch, "isfinite"), (torch, "isnan"), (torch, "abs"), (torch, "where"), (torch, "equal"),
+    (torch, "allclose"), (torch, "max"),
+    (torch.Tensor, "clone"), (torch.Tensor, "copy_"), (torch.Tensor, "__sub__"), (torch.Tensor, "to"),
+    (torch.Tensor, "data_ptr"), (torch.nn.Module, "__call__"), (torch.nn.Module, "load_state_dict"),
+    (time, "perf_counter"), (time, "monotonic"), (time, "time"), (threading, "active_count"),
+]
+if torch.cuda.is_available():
+    GUARDED += [(torch.cuda, "synchronize"), (torch.cuda, "Event"), (torch.cuda.Event, "elapsed_time"),
+                (torch.cuda.Event, "record"), (torch.cuda, "current_stream")]
+
+
+def snapshot() -> dict:
+    return {(id(owner), name): (owner, getattr(owner, name)) for owner, name in GUARDED}
+
+
+def check_untouched(before: dict) -> None:
+    for key, (owner, value) in before.items():
+        name = key[1]
+        if getattr(owner, name) is not value:
+            where = getattr(owner, "__name__", type(owner).__name__)
+            raise Rejected(f"the kernel replaced {where}.{name}; patching torch, timers or comparisons "
+                           "is not allowed")
+
+
+def check_no_new_threads(before: int) -> None:
+    now = thread_count()
+    if now > before:
+        raise Rejected(f"forward left {now - before} thread(s) running; work must finish inside forward "
+                       "on the calling thread")
+
+
+# --- precision ---------------------------------------------------------------------------
+
+def detect_precision(kernel_source: str, ops: list[str], output_dtypes: list) -> str | None:
+    """The arithmetic the kernel uses, from its source and the conversions forward made."""
+    text = kernel_source.lower()
+    found = set()
+    if any(m in text for m in ("__half", "half2", "__float2half", "torch.half", "fp16")) \
+            or re.search(r"(?<!b)float16", text):
+        found.add("fp16")
+    if any(m in text for m in ("bfloat16", "__nv_bfloat16", "bf16")):
+        found.add("bf16")
+    if "tf32" in text or "allow_tf32 = true" in text or "allow_tf32=true" in text:
+        found.add("tf32")
+    if any(m in text for m in ("wmma", "mma.sync", "wgmma")) and not found:
+        found.add("tf32")
+    if any("_to_copy" in op for op in ops) and not found:
+        found.add("mixed")
+    if not found:
+        if output_dtypes and all(d == torch.float64 for d in output_dtypes):
+            return "fp64"
+        if output_dtypes and all(d in (torch.float32,) for d in output_dtypes):
+            return "fp32"
+        return None
+    if len(found) > 1:
+        return "mixed"
+    return found.pop()

@@ -1,0 +1,27 @@
+"""`manage.py bench_search_latency` on CPU, end to end: a small Anthropic search against the local
+stand-in for the Messages API (replies taking a model's time, scaled down), the real engine, a child
+evaluator and its sandboxes, on a temporary database; the report says what the user waited for."""
+
+import json
+
+import pytest
+
+from tests.searches.engine_env import env_for, manage
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+def test_a_small_search_reports_its_latency_and_calls_in_flight(tmp_path):
+    user_db, report_path = tmp_path / "user.sqlite3", tmp_path / "latency.json"
+    result = manage(user_db, "bench_search_latency", "--device", "cpu", "--scale", "0.05", "--rounds", "1",
+                    "--parents", "1", "--ideas", "2", "--kernels", "2", "--broken", "0.5", "--json", str(report_path),
+                    env=env_for(user_db), timeout=360)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not user_db.exists()
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "completed" and report["correct"] >= 1
+    # the round's four kernel calls went out together after its ideas call
+    assert report["calls_in_flight_max"] >= 4 and report["calls_in_flight_mean"] > 1
+    assert report["serial_latency_s"] > report["model_busy_s"] > 0
+    assert report["calls"] >= 6  # seed, ideas, four kernels (and the broken ones' repairs)
+    assert "wall_s" in result.stdout and "evaluations_saved_by_dedup" in result.stdout
