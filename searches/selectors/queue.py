@@ -107,13 +107,14 @@ def queue_position(job: EvaluationJob, *, now=None) -> dict | None:
 
 
 def queue_for_kernels(kernel_ids, *, now=None) -> dict | None:
-    """The queued job of these kernels that runs first, with its `queue_position` and how many
-    of them wait (None when none does)."""
+    """The queued job of these kernels that runs first, with its `queue_position`, how many of them
+    wait and how many of those are verified reruns (None when none does)."""
     waiting = EvaluationJob.objects.filter(kernel_id__in=kernel_ids, status=EvaluationJob.Status.QUEUED)
     first = waiting.order_by("-priority", "id").first()
     if first is None:
         return None
-    return {**queue_position(first, now=now), "waiting": waiting.count()}
+    reruns = waiting.filter(purpose=EvaluationJob.Purpose.RERUN).count()
+    return {**queue_position(first, now=now), "waiting": waiting.count(), "reruns": reruns}
 
 
 def queue_wait_text(place: dict | None) -> str:

@@ -165,8 +165,11 @@ def search_queue_note(search: Search) -> str:
     if not place:
         return ""
     text = selectors.queue_wait_text(place)
-    n = place["waiting"]
-    return f"{n} candidate{'s' if n != 1 else ''} wait{'' if n != 1 else 's'} for evaluation; the first: {text[0].lower()}{text[1:]}"
+    n, reruns = place["waiting"], place.get("reruns", 0)
+    # A finished search's waiting jobs are its verified reruns: name them so, not as candidates.
+    what = [f"{n - reruns} candidate{'s' if n - reruns != 1 else ''}"] if n > reruns else []
+    what += [f"{reruns} verified rerun{'s' if reruns != 1 else ''}"] if reruns else []
+    return f"{' and '.join(what)} wait{'' if n != 1 else 's'} for evaluation; the first: {text[0].lower()}{text[1:]}"
 
 
 @login_required

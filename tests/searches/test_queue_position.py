@@ -134,3 +134,14 @@ def test_a_running_jobs_phase_and_the_time_left_by_recent_runs_phase_medians(cli
     EvaluationJob.objects.filter(pk=job.pk).update(status="queued", phase="")
     assert selectors.kernel_progress(k, now=now)["text"].endswith(
         "Its run then takes about 30 s (median phase times of the last cpu evaluations).")
+
+
+def test_a_searchs_waiting_reruns_are_named_as_reruns_not_candidates(queue):
+    from searches.views.searches import search_queue_note
+
+    search = d.search(problem=queue["problem"])
+    first, second = (d.kernel(problem=queue["problem"], search=search) for _ in range(2))
+    EvaluationJob.objects.create(problem=queue["problem"], kernel=first, purpose="rerun")
+    assert search_queue_note(search).startswith("1 verified rerun waits for evaluation; the first: position ")
+    EvaluationJob.objects.create(problem=queue["problem"], kernel=second)
+    assert search_queue_note(search).startswith("1 candidate and 1 verified rerun wait for evaluation")
