@@ -203,7 +203,8 @@ def search_cancel(*, search: Search, user) -> Search:
     search.stop_reason = f"cancelled by {_user_label(user)}"
     search.finished_at = timezone.now()
     search.save(update_fields=["status", "stop_reason", "finished_at"])
-    for job in EvaluationJob.objects.select_for_update().filter(
+    # Locks the jobs alone: the kernel join is an outer one, which PostgreSQL will not lock.
+    for job in EvaluationJob.objects.select_for_update(of=("self",)).filter(
         Q(kernel__search=search) | Q(search=search), status=EvaluationJob.Status.QUEUED  # its tool runs too
     ):
         job_fail(job=job, reason="not evaluated: the search was cancelled", reason_code=Kernel.CANCELLED)

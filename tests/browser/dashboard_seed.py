@@ -63,7 +63,7 @@ out = dict(ids=[k.id for k in made], seq=s.last_event_seq, idea=idea.id)
 def big_search(stack) -> dict:
     """The dashboard bench's finished-looking search: 2,000 kernels, 499 ideas over 5 rounds."""
     return run(stack, """
-from searches.management.benchmarks import make_search
+from benches.harness import make_search
 s = make_search(owner, 2000)
 seed = s.kernels.get(origin="seed")
 child = s.kernels.filter(idea__parent_kernel=seed).order_by("id").first()
