@@ -113,30 +113,33 @@ class Worker(models.Model):
     jobs_done = models.PositiveIntegerField(default=0)
 
 
-class ProblemEvent(models.Model):
-    """Append-only log of a problem's work outside any search (its validations, its hand-submitted
-    kernels), numbered as SearchEvent is: under a lock on the problem row, in commit order."""
+class EventLog(models.Model):
+    """An append-only event stream's rows: `seq` is assigned under a lock on the owner row in the writing
+    transaction (live/events.py), so it follows commit order."""
 
-    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=40)
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        abstract = True
+
+
+class ProblemEvent(EventLog):
+    """A problem's work outside any search (its validations, its hand-submitted kernels)."""
+
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="events")
+
+    class Meta:
         ordering = ["problem", "seq"]
         constraints = [models.UniqueConstraint(fields=["problem", "seq"], name="unique_problem_event_seq")]
 
 
-class SearchEvent(models.Model):
-    """Append-only log of what happened in a search. `seq` is assigned under a lock on the
-    search row in the writing transaction, so it follows commit order."""
+class SearchEvent(EventLog):
+    """What happened in a search."""
 
     search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="events")
-    seq = models.PositiveBigIntegerField()
-    kind = models.CharField(max_length=40)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["search", "seq"]
