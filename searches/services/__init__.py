@@ -48,9 +48,7 @@ from .scheduling import (  # noqa: F401
     usage,
 )
 from .searches import (  # noqa: F401
-    SEARCH_KNOB_LIMITS,
     SEARCH_FORK_OVERRIDES,
-    SEARCH_EFFORTS,
     PAUSE_EFFECT,
     search_start,
     search_pause,
