@@ -13,8 +13,11 @@ and says what to change, so it can go straight back to the kernel's author (huma
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..common import findings
 from . import sidestreams
@@ -139,6 +142,8 @@ CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_
 # Everything else under torch._C stays refused.
 ATEN_NAMESPACES = ("torch._C._nn", "torch._C._linalg", "torch._C._fft", "torch._C._special",
                    "torch._C._VariableFunctions")
+INTERNAL_LEFT_TO_RUN = ("uses torch._C.{name}, which this PyTorch does not declare: using it raises AttributeError "
+                        "where reached (refused at run time if the name exists after all)")
 # TorchScript's own settings and its fusion pass: they change how the candidate's traced or scripted
 # modules run, in its own process; eager PyTorch (the reference, the baselines) never reads them.
 TORCHSCRIPT_SETTINGS = {f"torch._C.{n}" for n in (
@@ -256,6 +261,43 @@ def _env_keys(name: str, node: ast.Call) -> set[str] | None:
 
 def under(name: str | None, *prefixes: str) -> bool:
     return bool(name) and any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+@functools.lru_cache(maxsize=1)
+def declared_internals() -> frozenset[str] | None:
+    """The names torch._C's own type stubs mention (read as text: the parent imports no torch), or None
+    where torch is not installed beside the runner."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    stubs = Path(list(spec.submodule_search_locations)[0]) / "_C"
+    try:
+        return frozenset(re.findall(r"\w+", (stubs / "__init__.pyi").read_text())) | {
+            p.name.split(".")[0] for p in stubs.iterdir()}
+    except OSError:
+        return None
+
+
+def undeclared_internal(name: str) -> str | None:
+    """The torch._C name `name` uses when PyTorch's stubs never mention it (`_jit_cuda_compile`, a name
+    published kernels guess at): whether this PyTorch has it is left to the run (runner/inside/globalstate.py
+    refuses one it has; one it lacks raises AttributeError). A declared internal stays refused here."""
+    parts = name.split(".")
+    if parts[:2] != ["torch", "_C"] or len(parts) < 3 or name in TORCHSCRIPT_SETTINGS or under(name, *ATEN_NAMESPACES):
+        return None
+    declared = declared_internals()
+    return None if declared is not None and parts[2] in declared else parts[2]
+
+
+def deferred_internals(source: str) -> list[str]:
+    """The torch._C names the checks leave to the run (undeclared_internal): the job carries them."""
+    try:
+        tree = ast.fix_missing_locations(_Plain().visit(ast.parse(source)))
+    except SyntaxError:
+        return []
+    imports = collect_imports(tree)
+    return sorted({found for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                   and (found := undeclared_internal(imports.resolve(node) or ""))})
 
 
 def allowed_torch_call(name: str) -> bool:
@@ -663,9 +705,10 @@ class Checker:
             return
         name = self.imports.resolve(target.value if isinstance(target, ast.Subscript) else target) or "?"
         if isinstance(target, ast.Attribute) and isinstance(stmt, ast.Assign) and (
-                name in BACKEND_FLAGS or under(name, "torch.backends") and literal(stmt.value)):
-            # a flag of the field's, or a setting set to a literal: the run judges the value left
-            # (runner/inside/globalstate.py), and a literal cannot stand in for a function the runner calls
+                name in BACKEND_FLAGS or under(name, "torch.backends") and name != "torch.backends"
+                and not self.names_code(stmt.value)):
+            # a flag of the field's, or a value under torch.backends the source does not show to be code: the run
+            # judges the value left and refuses an object left in place of torch's (runner/inside/globalstate.py)
             return
         if isinstance(stmt, ast.Assign) and under(name, *COMPILER_CONFIGS) and literal(stmt.value):
             return
@@ -678,6 +721,11 @@ class Checker:
         else:
             self.flag(stmt, f"assigns {name}, monkey-patching a module it imported; "
                             "never change torch, timers, comparisons or the runner, only define your own names")
+
+    def names_code(self, value: ast.AST) -> bool:
+        """A value the source shows to be code: a lambda, or a function or class its module defines."""
+        return isinstance(value, ast.Lambda) or isinstance(value, ast.Name) and (
+            value.id in self.functions or value.id in self.classes)
 
     def check_patch_call(self, node: ast.Call) -> None:
         name = self.imports.resolve(node.func) or ""
@@ -741,6 +789,12 @@ class Checker:
                     # An aten op (check_compute judges it as a torch.* call) or a TorchScript setting.
                     parent = node.value
                     while isinstance(parent, ast.Attribute):  # torch._C._nn and torch._C: parts of this name
+                        aten_parts.add(id(parent))
+                        parent = parent.value
+                elif internal := undeclared_internal(name):
+                    self.advise(node, INTERNAL_LEFT_TO_RUN.format(name=internal))
+                    parent = node.value
+                    while isinstance(parent, ast.Attribute):  # torch._C: a part of this name
                         aten_parts.add(id(parent))
                         parent = parent.value
                 elif under(name, "torch._C"):

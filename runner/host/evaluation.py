@@ -21,7 +21,7 @@ from . import baselines, buildcache, gpumem, phases, quarantine, schema
 from ..common import counters, exchange, findings, roofline, rules, watchdog
 from .pairing import Pairing
 from ..common import compile as compiling
-from .checks import check_findings
+from .checks import check_findings, deferred_internals
 from ..common.errors import DeviceBusy, ProblemInvalid, RunnerError
 from ..common.version import RUNNER_VERSION, SCHEMA
 
@@ -120,7 +120,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
            "kernel_source": kernel_source, "atol": atol, "rtol": rtol, "allow_library": bool(allow_library),
            "rule": rule,
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
-           "paired": device == "cpu" and not untimed}  # eager timed between the candidate's blocks (pairing.py)
+           "paired": device == "cpu" and not untimed,  # eager timed between the candidate's blocks (pairing.py)
+           "internals": deferred_internals(kernel_source)}  # refused in the sandbox where this PyTorch has them
     if untimed:
         job["stop_after"] = "correctness"
     for attempt in range(1, OOM_ATTEMPTS + 1):

@@ -253,7 +253,7 @@ def _eager_under_flags(module, reference, device: str, seed: int, channel, flags
 def _build_candidate(job, module, init, seed, device, reference, result):
     started = _perf_counter()
     try:
-        kernel = problems.load_module(job["kernel_source"], ROOT / "kernel.py", "kernellab_kernel")
+        kernel = problems.load_module(globalstate.vetted(job), ROOT / "kernel.py", "kernellab_kernel")
         if not isinstance(getattr(kernel, "ModelNew", None), type):
             raise Verdict("rejected", "the kernel defines no class ModelNew")
         torch.manual_seed(seed)

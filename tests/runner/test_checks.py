@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from runner.host.checks import check_findings, check_source
+from runner.host.checks import check_findings, check_source, deferred_internals
 
 from . import sources
 from .corpus import cases, read
@@ -221,9 +221,9 @@ def test_module_level_try_without_fallback_is_clean():
     "torch.Tensor.__eq__ = lambda a, b: True",
     "setattr(torch, 'allclose', lambda *a, **k: True)",
     "torch.__dict__['allclose'] = lambda *a, **k: True",
-    "torch.backends.cudnn.enabled = ENABLED",  # a value the source does not say (set ones: the run decides)
-    "torch.backends.cudnn.workspace_limit = LIMIT",  # not a literal: could replace a function torch.backends has
-    "torch.backends.cuda.flash_sdp_enabled = lambda: True",
+    "torch.backends.cuda.flash_sdp_enabled = lambda: True",  # code in the source: no need to run it
+    "def _on():\n    return True\ntorch.backends.cudnn.is_available = _on",
+    "torch.backends = None",
     "del torch.backends.cudnn.benchmark",
     "import time\ntime.perf_counter = lambda: 0.0",
     "from time import perf_counter\nperf_counter.__call__ = None",
@@ -245,6 +245,9 @@ def test_monkey_patching(patch):
     # judged by the value left (runner/inside/globalstate.py); an attribute torch lacks is read by nothing
     "torch.backends.cudnn.deterministic = False\ntorch.backends.cudnn.enabled = True",
     "if hasattr(torch.backends.cudnn, 'workspace_limit'):\n    torch.backends.cudnn.workspace_limit = 4 * 1024 ** 3",
+    # a value the source does not say: the run refuses an object left in place of torch's
+    "ENABLED = True\ntorch.backends.cudnn.enabled = ENABLED",
+    "saved = torch.backends.cudnn.workspace_limit\ntorch.backends.cudnn.workspace_limit = saved",
 ])
 def test_backend_flags_the_field_sets_are_allowed(flag):
     """Timed apart at run time (eager under the kernel's flags), so the flag's own effect is never credited."""
@@ -510,12 +513,27 @@ def test_torchscript_settings_are_allowed(extra):
 
 
 @pytest.mark.parametrize("extra", [
-    "f = torch._C._jit_cuda_compile",  # absent from torch, or an internal entry point: the checks cannot tell
+    "f = torch._C._cuda_getCurrentRawStream",  # present in PyTorch (its stubs declare it)
     "if hasattr(torch._C, '_jit_set_profiling_mode'):\n    torch._C._set_graph_executor_optimize(False)",
     "torch._C._jit_set_profiling_executor = lambda v: None",
 ])
 def test_other_torch_c_names_stay_refused(extra):
-    assert_flagged(kernel(extra=extra), "torch._C")
+    found = check_findings(kernel(extra=extra), reference_source=SOFTMAX)
+    assert any("torch._C" in f.reason and not f.advisory for f in found), found
+    assert deferred_internals(kernel(extra=extra)) == []
+
+
+def test_a_torch_c_name_pytorch_lacks_is_left_to_the_run():
+    """A name PyTorch's stubs never mention (published kernels guess at `_jit_cuda_compile`): using it raises
+    AttributeError, so its fallback runs and is judged; the job carries the name and the sandbox refuses it if
+    this PyTorch has it after all (tests/runner/test_global_state.py)."""
+    source = kernel(extra="try:\n    compile_fn = torch._C._jit_cuda_compile\nexcept AttributeError:\n"
+                          "    compile_fn = None")
+    found = check_findings(source, reference_source=SOFTMAX)
+    assert [f.reason for f in found if not f.advisory] == []
+    assert any("torch._C._jit_cuda_compile, which this PyTorch does not declare" in f.reason for f in found)
+    assert deferred_internals(source) == ["_jit_cuda_compile"]
+    assert deferred_internals(kernel(extra="torch._C._jit_set_profiling_mode(False)")) == []
 
 # --- the reference's own op and PyTorch compute in forward -------------------------------------------
 

@@ -35,20 +35,13 @@ _T = "kernels/technoabsurdist_kernelbench/"
 _H = "kernels/hzeng2000_kernelbench/"
 
 # Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false, and why it
-# stays": each is refused by a rule that guards something the run cannot judge (a variable assigned under
-# torch.backends, torch's current stream left switched, a torch._C name outside the allow-lists).
+# stays": each is refused by a rule that guards something the run cannot judge (torch's current stream left
+# switched). A value assigned under torch.backends and a torch._C name PyTorch never declares are the run's.
 KNOWN_FALSE_REFUSALS = {
-    _C + "level1_56_conv_standard_2D__asymmetric_input__asymmetric_kernel__cuda_l1.py":
-        "flags: 'assigns torch.backends.cudnn.workspace_limit' from a variable (restoring a saved value; an "
-        "attribute PyTorch lacks): only literals are taken under torch.backends, where a variable could hold a "
-        "function replacing one the runner calls",
     _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
         "stream: 'calls torch.cuda.set_stream'; per-group streams, then torch.cuda.synchronize() before the cat, "
         "but it leaves torch's current stream switched to the last group's after forward returns, where the "
         "runner times the next call: refused (write it with `with torch.cuda.stream(s):`)",
-    _C + "level2_20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd__cuda_l1.py":
-        "torch_C: 'uses torch._C._jit_cuda_compile'; absent from PyTorch, so its torch.addcmul fallback runs; "
-        "the checks cannot tell an absent internal from a present one, and only TorchScript's settings are allowed",
 }
 
 
