@@ -281,10 +281,10 @@ def _call(new, given, state, counter, allow_library, sync):
         counter.calls = 0
         counter.active = True
         try:
-            with counter.launches.recording():
+            with counter.launches.recording():  # its marker goes right after forward returns, before any wait
                 with recorder, swallowed:
                     outputs = new(*given)
-                sync()
+            sync()
         finally:
             counter.active = False
         if state["first"]:

@@ -107,3 +107,32 @@ def test_side_stream_work_that_ended_before_forward_returned_passes():
     assert "returned before it finished" in found.reason
     # without the marker (a call that raised) every side-stream kernel is refused
     assert launches.decide(waited, OWN, 7, allow_library=True, call=1, returned_ns=None).code == findings.RULE
+
+
+def test_a_recorded_call_launches_its_end_marker_before_the_runner_waits_for_the_device():
+    """The side-stream rule reads "waited" off the marker launched after forward returned: a device-wide wait
+    of the runner's before it would let every side-stream kernel end first, as if forward had waited."""
+    import contextlib
+
+    import torch
+
+    from runner.inside import jobs
+
+    order = []
+
+    class Recording:
+        error, calls, active = "", 0, False
+
+        @contextlib.contextmanager
+        def recording(self):
+            yield
+            order.append("marker")
+
+        def finding(self, **_):
+            return None
+
+    counter = Recording()
+    counter.launches = counter
+    jobs._call(lambda x: order.append("forward") or x * 2, [torch.ones(2)], {"first": True, "ops": []}, counter,
+               True, lambda: order.append("sync"))
+    assert order == ["forward", "marker", "sync"]
