@@ -36,12 +36,16 @@ _H = "kernels/hzeng2000_kernelbench/"
 
 # Honest kernels the static checks refuse today: file -> "what the refusal says; why it is false, and why it
 # stays": each is refused by a rule that guards something the run cannot judge (torch's current stream left
-# switched). A value assigned under torch.backends and a torch._C name PyTorch never declares are the run's.
+# switched). A value assigned under torch.backends and a torch._C name PyTorch's stubs never mention are the
+# run's (runner/inside/globalstate.py).
 KNOWN_FALSE_REFUSALS = {
     _C + "level1_72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped___cuda_l1.py":
         "stream: 'calls torch.cuda.set_stream'; per-group streams, then torch.cuda.synchronize() before the cat, "
         "but it leaves torch's current stream switched to the last group's after forward returns, where the "
-        "runner times the next call: refused (write it with `with torch.cuda.stream(s):`)",
+        "runner times the next call: refused (write it with `with torch.cuda.stream(s):`). A runner that put its "
+        "own stream back after each call would not accept it either: the cat runs on the last group's stream "
+        "after the synchronize, work forward returns without waiting for, which the side-stream rule refuses or "
+        "not as that cat ends before or after the runner's marker (a race)",
 }
 
 
