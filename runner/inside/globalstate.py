@@ -92,11 +92,12 @@ def replaced(before: dict) -> str | None:
     """Why the kernel is refused when it left an object under torch.backends in place of torch's."""
     if vars(torch).get("backends") is not before["torch.backends"][0]:
         return "the kernel replaced torch.backends; leave torch's modules alone"
-    torch_s = {(key, id(value)) for _, was in before.values() for key, value in was.items()}
+    by_id = {id(space): was for space, was in before.values()}
     for name, (space, was) in before.items():
         for key, value in list(vars(space).items()):
             # a new name may hold what it read before (a module's own function, saved and assigned back)
-            old = was.get(key, value if (key, id(value)) in torch_s or _imported(key, value) else None)
+            old = was.get(key, value if value is _read_before(by_id, space, was, key) or _imported(key, value)
+                          else None)
             if value is old or key == "__warningregistry__" \
                     or type(value) in PLAIN and (key not in was or type(old) in PLAIN):
                 continue
@@ -106,6 +107,15 @@ def replaced(before: dict) -> str | None:
                     "could stand in for a function the runner or PyTorch calls")
         for key in was.keys() - vars(space).keys():
             return f"the kernel deleted {name}.{key}; leave torch.backends' functions and modules alone"
+    return None
+
+
+def _read_before(by_id: dict, space, was: dict, key: str):
+    """What `space.key` read before the kernel ran, where a name new to its dict was found then: a wrapping
+    module's own module (torch.backends.cudnn's `m`) or its class."""
+    for owner in (was.get("m"), *type(space).__mro__):
+        if key in by_id.get(id(owner), ()):
+            return by_id[id(owner)][key]
     return None
 
 

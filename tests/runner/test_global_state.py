@@ -107,6 +107,7 @@ def test_a_function_left_in_place_of_torchs_is_refused_before_the_setting_is_rea
     ("torch.backends.cudnn.m.CudnnModule.enabled = True", "CudnnModule.enabled holding a bool where torch had a"),
     ("del torch.backends.cuda.math_sdp_enabled", "deleted torch.backends.cuda.math_sdp_enabled"),
     ("torch.backends.cuda.math_sdp_enabled = torch.backends.cuda.flash_sdp_enabled", "math_sdp_enabled holding"),
+    ("torch.backends.cudnn.is_available = torch.backends.mkldnn.is_available", "cudnn.is_available holding"),
 ])
 def test_other_objects_left_under_torch_backends_are_refused(backends, extra, words):
     before = globalstate.watched()
