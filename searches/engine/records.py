@@ -75,7 +75,7 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
     if kernel.status == Verdict.PENDING:
-        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
+        queue.enqueue_kernel(kernel, options=search.job_options())
     events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
     return kernel
 

@@ -54,13 +54,14 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
         source=source, origin=Kernel.Origin.USER, author=user,
     )
     purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
-    # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
-    library = search.allow_library if search is not None else allow_library
-    options = {"allow_library": library} if library or search is not None else {}
-    if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/common/rules.py)
-        options["rule"] = rule
-    if baselines and search is None:  # a run's baselines beside eager and torch.compile's default
-        options["baselines"] = list(baselines)
+    if search is not None:  # judged as the search's own candidates are
+        options = search.job_options()
+    else:  # the caller says: a re-judged KernelBench run may leave work to PyTorch, judge by another rule
+        options = {"allow_library": True} if allow_library else {}
+        if rule and rule != "kernellab":  # a run's correctness rule (runner/common/rules.py)
+            options["rule"] = rule
+        if baselines:  # a run's baselines beside eager and torch.compile's default
+            options["baselines"] = list(baselines)
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
         events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
@@ -193,7 +194,7 @@ def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
         seed = random.SystemRandom().randrange(1, 2**62)
     first = None if kernel.search_id else kernel.jobs.order_by("id").first()
     # judged again as first judged: a re-judged file keeps its library rule and correctness rule
-    options = {"allow_library": kernel.search.allow_library} if kernel.search_id else dict((first and first.options) or {})
+    options = kernel.search.job_options() if kernel.search_id else dict((first and first.options) or {})
     priority = Priority.INTERACTIVE if getattr(user, "is_authenticated", False) else Priority.SEARCH
     return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=priority,
                                 options=options, requested_by=user)

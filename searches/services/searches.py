@@ -83,6 +83,8 @@ def _search_row(knobs: dict) -> dict:
     for setting in CONFIG:
         if setting.type is bool:
             row[setting.name] = bool(row[setting.name])
+        elif setting.type is list:  # in the choices' order, each once
+            row[setting.name] = [value for value, _ in setting.choices if value in (row[setting.name] or ())]
         elif setting.type is str and setting.max_length:
             text = row[setting.name] or ""
             row[setting.name] = (text.strip() if setting.name == "name" else text)[:setting.max_length]
@@ -142,7 +144,7 @@ def search_resume(*, search: Search, user) -> Search:
     for kernel in search.kernels.filter(status=Verdict.FAILED):  # never judged: the worker could not run them
         kernel.status, kernel.reason = Verdict.PENDING, ""
         kernel.save(update_fields=["status", "reason"])
-        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
+        queue.enqueue_kernel(kernel, options=search.job_options())
         events.publish(search.id, "kernel.updated", events.kernel_payload(kernel))
     events.publish_search_status(search)
     kick(search.id)
