@@ -10,9 +10,9 @@ and times with the mean of its trials. From a KernelLab verdict:
 - anything else (build error, crash, cheat caught): not correct.
 Speedup: the eager time measured beside the kernel over the kernel's mean (KernelBench's statistic);
 the eager side stays the runner's estimate (its median), which the numbers' label says. Against another
-baseline (`speedup_vs`, as KernelBench's analysis reads a torch.compile timing file): that baseline's mean
-where the runner keeps one (the extra baselines), else its median (torch.compile's default keeps only
-that), over the kernel's mean.
+baseline (`speedup_vs`, as KernelBench's analysis reads a torch.compile timing file) the same way: that
+baseline's median over the kernel's mean, or its mean where the runner judged by KernelBench's rule (an
+extra baseline's; torch.compile's default keeps only its median).
 
 A verdict the runner made under KernelBench's rule (a run whose rule is KernelBench's; the verdict's
 `rule` names it) is used as it is: its status decides, whatever KernelLab's quarantine says, and its
@@ -65,7 +65,8 @@ def _speedup(kernel, result: dict) -> float | None:
 
 def speedup_vs(result: dict | None, baseline: str) -> float | None:
     """A correct kernel's speedup under KernelBench's statistic against `baseline` ("compile" or one of
-    the extra baselines): the baseline's mean, else its median, over the kernel's mean."""
+    the extra baselines), its side read as eager's is: the baseline's median over the kernel's mean, or
+    its mean where the runner judged by KernelBench's rule (torch.compile's default has no mean)."""
     result = result or {}
     mean = (result.get("timing") or {}).get("mean_ms")
     base = result.get("baseline") or {}
@@ -73,5 +74,5 @@ def speedup_vs(result: dict | None, baseline: str) -> float | None:
         ms = base.get("compile_ms")
     else:
         row = (base.get("more") or {}).get(baseline) or {}
-        ms = row.get("mean_ms") or row.get("ms")
+        ms = row.get("mean_ms") if judged_by(result) != "kernellab" else row.get("ms")
     return ms / mean if ms and mean else None

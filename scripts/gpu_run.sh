@@ -52,7 +52,7 @@ suite="KernelBench level 1 subset ($device)"
 name=${NAME:-playbook R${ROUNDS:-2} vs $baselines}
 max=${MAX_SECONDS:-420}
 "$PY" manage.py migrate --noinput -v 0 || exit 1
-"$PY" manage.py shell -c "from django.contrib.auth import get_user_model as u; u().objects.create_user('bench')" \
+"$PY" manage.py shell -c "from django.contrib.auth import get_user_model as u; u().objects.create_user('bench')" >/dev/null \
   || exit 1
 "$PY" manage.py import_problems "$work/level1" --suite "$suite" --device "$device" --validate --user bench \
   >"$OUT/import.txt" 2>&1 || { cat "$OUT/import.txt"; exit 1; }
