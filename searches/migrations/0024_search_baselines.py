@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('searches', '0020_job_purpose_tool'),
+        ('searches', '0023_last_event_seq_moves_to_live'),
     ]
 
     operations = [
