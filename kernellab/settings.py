@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "channels",
     "django_q",
     "searches",
+    "live",
     "evaluation",
     "runs",
     "memory",

@@ -15,7 +15,7 @@ class ProblemAdmin(admin.ModelAdmin):
 class SearchAdmin(admin.ModelAdmin):
     list_display = ["__str__", "problem", "status", "proposer", "current_round", "candidates_evaluated", "cost_usd"]
     list_filter = ["status", "proposer", "device"]
-    readonly_fields = ["code", "last_event_seq"]
+    readonly_fields = ["code"]
 
 
 @admin.register(models.Idea)
@@ -45,12 +45,6 @@ class BenchmarkRunAdmin(admin.ModelAdmin):
     list_display = ["id", "kernel", "status", "median_ms", "device_name", "purpose", "created_at"]
     list_filter = ["status", "purpose", "device_name"]
     raw_id_fields = ["kernel", "job"]
-
-
-@admin.register(models.SearchEvent)
-class SearchEventAdmin(admin.ModelAdmin):
-    list_display = ["search", "seq", "kind", "created_at"]
-    list_filter = ["kind"]
 
 
 @admin.register(models.ShareLink)

@@ -9,7 +9,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
+from searches.services import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
@@ -75,7 +75,7 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
     if kernel.status == Verdict.PENDING:
         queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
-    events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+    events.publish_kernel(kernel, "kernel.created")
     return kernel
 
 

@@ -1,12 +1,13 @@
-"""KernelLab's data: problems, searches and their tree of ideas and kernels, runs, events, links. Anything
-shown outside the database (URLs, share links) uses the UUID `code`, never the primary key."""
+"""KernelLab's data: problems, searches and their tree of ideas and kernels, runs, links (the event logs
+are `live`'s). Anything shown outside the database (URLs, share links) uses the UUID `code`, never the
+primary key."""
 
-from .infra import BenchmarkRun, EvaluationJob, ProblemEvent, SearchEvent, Worker
+from .infra import BenchmarkRun, EvaluationJob, Worker
 from .kernels import Kernel, ShareLink, Verdict, ranked_q
 from .problems import Device, Problem, Suite, SuiteProblem
 from .searches import ApiKeyState, Idea, ProposerCall, Search
 
 __all__ = [
-    "ApiKeyState", "BenchmarkRun", "Device", "EvaluationJob", "Idea", "Kernel", "Problem", "ProblemEvent",
-    "ProposerCall", "Search", "SearchEvent", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker", "ranked_q",
+    "ApiKeyState", "BenchmarkRun", "Device", "EvaluationJob", "Idea", "Kernel", "Problem",
+    "ProposerCall", "Search", "ShareLink", "Suite", "SuiteProblem", "Verdict", "Worker", "ranked_q",
 ]

@@ -1,4 +1,4 @@
-"""The evaluation queue, its benchmark runs and workers, and the search and problem event logs."""
+"""The evaluation queue, its benchmark runs and workers (the search and problem event logs are `live`'s)."""
 
 from django.conf import settings
 from django.db import models
@@ -111,36 +111,3 @@ class Worker(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     current_job = models.ForeignKey(EvaluationJob, null=True, blank=True, on_delete=models.SET_NULL)
     jobs_done = models.PositiveIntegerField(default=0)
-
-
-class EventLog(models.Model):
-    """An append-only event stream's rows: `seq` is assigned under a lock on the owner row in the writing
-    transaction (live/events.py), so it follows commit order."""
-
-    seq = models.PositiveBigIntegerField()
-    kind = models.CharField(max_length=40)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        abstract = True
-
-
-class ProblemEvent(EventLog):
-    """A problem's work outside any search (its validations, its hand-submitted kernels)."""
-
-    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="events")
-
-    class Meta:
-        ordering = ["problem", "seq"]
-        constraints = [models.UniqueConstraint(fields=["problem", "seq"], name="unique_problem_event_seq")]
-
-
-class SearchEvent(EventLog):
-    """What happened in a search."""
-
-    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="events")
-
-    class Meta:
-        ordering = ["search", "seq"]
-        constraints = [models.UniqueConstraint(fields=["search", "seq"], name="unique_event_seq")]

@@ -47,7 +47,6 @@ class Problem(models.Model):
     family = models.CharField(max_length=50, blank=True)
     flops = models.FloatField(null=True, blank=True)
     min_bytes = models.FloatField(null=True, blank=True)
-    last_event_seq = models.PositiveBigIntegerField(default=0)  # its ProblemEvent stream (live/events.py)
 
     class Meta:
         ordering = ["name", "-version"]

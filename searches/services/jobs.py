@@ -4,7 +4,7 @@ and on cancel), and where a running one stands (its phase, from the evaluator)."
 from django.db import transaction
 
 from evaluation import queue
-from live import events
+from . import events
 from searches.models import EvaluationJob
 
 from .kernels import kernel_job_failed
@@ -33,5 +33,5 @@ def job_record_phase(*, job_id: int, worker: str, phase: str, started_at, second
         job.phase, job.phase_started_at, job.phase_seconds = phase, started_at, seconds
         job.save(update_fields=["phase", "phase_started_at", "phase_seconds"])
         if job.purpose == EvaluationJob.Purpose.VALIDATE or (job.kernel_id and not job.kernel.search_id):
-            events.publish_problem(job.problem_id, "job.phase", events.job_phase_payload(job))
+            events.publish_job_phase(job)
     return True

@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
+from . import events
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
@@ -63,7 +63,7 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
         options["baselines"] = list(baselines)
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
-        events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+        events.publish_kernel(kernel, "kernel.created")
     return kernel
 
 
@@ -132,8 +132,7 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
     # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
-    payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
-    events.publish_kernel(kernel, "kernel.updated", payload)
+    events.publish_kernel(kernel, "kernel.updated", baseline_of(result.get("paired"), run.baseline))
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
@@ -209,7 +208,7 @@ def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "")
         return
     kernel.status, kernel.reason, kernel.reason_code = Verdict.FAILED, reason, reason_code
     kernel.save(update_fields=["status", "reason", "reason_code"])
-    events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+    events.publish_kernel(kernel, "kernel.updated")
     if kernel.search_id:
         kick(kernel.search_id)
 
@@ -235,7 +234,7 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             kernel.approved_by = user
             kernel.approved_at = timezone.now()
             kernel.save(update_fields=["approved_by", "approved_at"])
-            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated")
     return kernel
 
 
@@ -248,4 +247,4 @@ def kernel_mark_evaluating(*, job: EvaluationJob) -> None:
         if kernel.status == Verdict.PENDING:
             kernel.status = Verdict.EVALUATING
             kernel.save(update_fields=["status"])
-            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated")

@@ -6,7 +6,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
+from . import events
 from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from evaluation import queue
 from lib.ratelimit import OverQuota
-from live import events
+from . import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
@@ -185,7 +185,7 @@ def search_resume(*, search: Search, user) -> Search:
         kernel.status, kernel.reason = Verdict.PENDING, ""
         kernel.save(update_fields=["status", "reason"])
         queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
-        events.publish(search.id, "kernel.updated", events.kernel_payload(kernel))
+        events.publish_kernel(kernel, "kernel.updated")
     events.publish_search_status(search)
     kick(search.id)
     return search
@@ -298,7 +298,7 @@ def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
             **original.verdict(),
         )
         copies[original.id] = parent_copy
-        events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))
+        events.publish_kernel(parent_copy, "kernel.created")
     return parent_copy
 
 

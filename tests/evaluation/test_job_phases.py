@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 
 from evaluation.worker import PhaseClock
+from live.models import ProblemEvent
 from searches import services
-from searches.models import EvaluationJob, ProblemEvent
+from searches.models import EvaluationJob
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db(transaction=True)

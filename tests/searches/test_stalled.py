@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from lib import storage
+from live.models import SearchEvent
 from searches.engine import loop
-from searches.models import Search, SearchEvent, Worker
+from searches.models import Search, Worker
 from searches.selectors import health
 
 from .test_engine import kicks, problem, start  # noqa: F401 (fixtures)
