@@ -13,7 +13,7 @@ IDEA_COLUMNS = ("id", "parent_kernel_id", "round", "title", "origin")
 
 def search_lineage(*, search: Search) -> dict:
     columns = kernel_view_keys()
-    kernels = Kernel.objects.filter(search=search).order_by("id").only(*VIEW_FIELDS)
+    kernels = Kernel.objects.filter(search=search).order_by("id").values(*VIEW_FIELDS)
     rows = [[view[c] for c in columns] for view in (kernel_view(k, search.problem) for k in kernels)]
     ideas = [list(i) for i in Idea.objects.filter(search=search).order_by("id").values_list(*IDEA_COLUMNS)]
     return {"kernel_columns": columns, "kernels": rows, "idea_columns": IDEA_COLUMNS, "ideas": ideas}
