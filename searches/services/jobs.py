@@ -4,9 +4,9 @@ and on cancel), and where a running one stands (its phase, from the evaluator)."
 from django.db import transaction
 
 from evaluation import queue
-from . import events
 from searches.models import EvaluationJob
 
+from . import events
 from .kernels import kernel_job_failed
 from .problems import problem_validation_failed
 

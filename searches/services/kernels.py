@@ -10,12 +10,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
-from . import events
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
 from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
 
+from . import events
 from .permissions import may_approve, require_steer
 from .scheduling import Priority
 

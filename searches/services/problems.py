@@ -6,10 +6,10 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation import queue
-from . import events
 from searches.models import Device, EvaluationJob, Problem
 from searches.problem_checks import check_problem_source
 
+from . import events
 from .permissions import require_edit_problem
 from .problem_fit import check_fits_workers
 from .scheduling import Priority

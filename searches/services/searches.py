@@ -8,13 +8,13 @@ from django.utils import timezone
 
 from evaluation import queue
 from lib.ratelimit import OverQuota
-from . import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
 from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
+from . import events
 from .jobs import job_fail
 from .kernels import kernel_submit
 from .permissions import require_steer
