@@ -34,10 +34,6 @@ def publish_kernel(kernel: Kernel, kind: str = "kernel.updated", extra: dict | N
     return live.publish_problem(kernel.problem_id, kind, payload)
 
 
-def publish_idea(idea) -> None:
-    live.publish(idea.search_id, "idea.created", idea_payload(idea))
-
-
 def idea_payload(idea) -> dict:
     return {"id": idea.id, "round": idea.round, "title": idea.title, "description": idea.description,
             "origin": idea.origin, "parent_kernel_id": idea.parent_kernel_id}
