@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('searches', '0021_events_move_to_live'),
+        ('searches', '0022_events_move_to_live'),
     ]
 
     operations = [

@@ -32,7 +32,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('live', '0001_initial'),
-        ('searches', '0021_events_move_to_live'),
+        ('searches', '0022_events_move_to_live'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('searches', '0021_events_move_to_live'),
+        ('searches', '0022_events_move_to_live'),
         ('live', '0002_copy_stream_counters'),
     ]
 

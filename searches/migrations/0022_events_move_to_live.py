@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('searches', '0020_job_purpose_tool'),
+        ('searches', '0021_job_and_worker_move'),
     ]
 
     operations = [
