@@ -13,7 +13,8 @@ from live import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
-from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, ProposerCall, Search, Verdict
 from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 

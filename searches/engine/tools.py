@@ -16,7 +16,8 @@ from django.conf import settings
 from evaluation import queue
 from proposers import prompts
 from proposers.base import ProposerError, Toolbox, ToolRun
-from searches.models import EvaluationJob, Kernel, Search
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Search
 
 from . import records
 

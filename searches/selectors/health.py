@@ -13,7 +13,8 @@ from evaluation.selectors import WORKER_SEEN_WITHIN
 from lib.storage import record_fault, storage_error, storage_fault
 from searches.engine.kick import REKICK_MINUTES
 from searches.engine.lease import LEASE_SECONDS
-from searches.models import Device, EvaluationJob, Search, SearchEvent, Worker
+from evaluation.models import EvaluationJob, Worker
+from searches.models import Device, Search, SearchEvent
 
 # A search with nothing leased, nothing to judge and no event for this long waits on a re-kick.
 QUIET_AFTER = timedelta(seconds=LEASE_SECONDS + 60 * REKICK_MINUTES)

@@ -11,7 +11,8 @@ from django.db.models import Count, Q
 from memory import bank
 from memory.keys import TECHNIQUES, IdeaKey, shape_class
 from proposers.prompts import LANGUAGES
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import BenchmarkRun, Idea, Kernel, ProposerCall, Search, Verdict
 
 from .memory_scope import device_model, language_of, search_key, searches_visible_to
 

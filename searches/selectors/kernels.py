@@ -4,7 +4,8 @@ import ast
 
 from runner import ceilings
 
-from searches.models import BenchmarkRun, Device, EvaluationJob, Kernel, Problem, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import BenchmarkRun, Device, Kernel, Problem, Verdict
 
 
 def speed_of_light(problem, kernel) -> dict | None:

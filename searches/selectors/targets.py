@@ -3,7 +3,7 @@
 from django.db.models import F
 
 from runner import ceilings
-from searches.models import Worker
+from evaluation.models import Worker
 
 
 def target_facts(*, device: str) -> dict:

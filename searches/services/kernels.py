@@ -10,14 +10,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.scheduling import Priority
 from live import events
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
-from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
 
 from .permissions import may_approve, require_steer
-from .scheduling import Priority
 
 RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces when its median is within 10%
 

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from evaluation.selectors import WORKER_SEEN_WITHIN
 from runner import Limits
-from searches.models import Device, Worker
+from evaluation.models import Worker
+from searches.models import Device
 from searches.problem_memory import input_bytes
 
 RUNNER_COPIES = 4  # inputs, a fresh copy, float64 truths' inputs (2x)

@@ -6,19 +6,29 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation import queue
+from evaluation import queue, scheduling
 from lib.ratelimit import OverQuota
 from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
-from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import Device, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
 from .jobs import job_fail
 from .kernels import kernel_submit
 from .permissions import require_steer
-from .scheduling import require_search_room
+
+
+def active_searches(user) -> int:
+    """The person's searches queued or running: what their search cap counts (evaluation/scheduling.py)."""
+    return Search.objects.filter(created_by=user, status__in=Search.ACTIVE).count()
+
+
+def search_usage(user) -> dict:
+    """What the person has waiting, against the caps (the 429 page and the header show it)."""
+    return scheduling.usage(user, active_searches)
 
 
 # Search knobs and the limits the form and the command enforce: (smallest, largest).
@@ -118,7 +128,7 @@ def search_start(*, problem: Problem, user, proposer: str, model: str = "", devi
                  stop_points_per_dollar=stop_points_per_dollar or 0.0, agent_tool_calls=agent_tool_calls)
     _search_check_knobs({**knobs, "effort": effort})
     _search_check_startable(problem=problem, proposer=proposer, device=device)
-    require_search_room(user)  # OverQuota past the person's cap on searches queued or running
+    scheduling.require_search_room(user, active_searches)  # OverQuota past the person's cap on active searches
     search = Search.objects.create(
         problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
         model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
@@ -175,7 +185,7 @@ def search_resume(*, search: Search, user) -> Search:
         raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
     _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
     try:
-        require_search_room(search.created_by)  # it runs as its starter's again
+        scheduling.require_search_room(search.created_by, active_searches)  # it runs as its starter's again
     except OverQuota as refusal:  # said on the search page, where Resume was pressed
         raise ValidationError(refusal.message, code="cap") from refusal
     search.status = Search.Status.RUNNING
@@ -253,7 +263,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
     if knobs["proposer"] == Search.Proposer.ANTHROPIC and not knobs.get("model"):
         knobs["model"] = settings.ANTHROPIC_MODEL
-    require_search_room(user)
+    scheduling.require_search_room(user, active_searches)
     fork = Search.objects.create(
         problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
         # Named for its source unless a name was given (the knobs carry the source's own name).

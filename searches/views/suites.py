@@ -29,7 +29,7 @@ def suite_list(request):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-@limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (scheduling.py)
+@limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (evaluation/scheduling.py)
 def suite_import(request):
     initial = {"name": request.GET.get("suite", ""), "device": selectors.default_device()}
     form = SuiteImportForm(request.POST or None, request.FILES or None, initial=initial)

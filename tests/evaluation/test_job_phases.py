@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from evaluation.worker import PhaseClock
 from searches import services
-from searches.models import EvaluationJob, ProblemEvent
+from evaluation.models import EvaluationJob
+from searches.models import ProblemEvent
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db(transaction=True)

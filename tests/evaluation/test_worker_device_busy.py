@@ -6,7 +6,8 @@ import pytest
 from evaluation import queue
 from evaluation.worker import EvaluationWorker
 from runner.host import evaluation
-from searches.models import EvaluationJob, Problem
+from evaluation.models import EvaluationJob
+from searches.models import Problem
 from tests.runner.test_timing_lock import OUT_OF_MEMORY_PROBLEM
 
 

@@ -4,7 +4,8 @@ import pytest
 
 from evaluation import queue
 from evaluation.worker import EvaluationWorker
-from searches.models import EvaluationJob, Kernel, Problem
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Problem
 from tests.runner import sources
 
 

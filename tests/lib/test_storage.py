@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from lib import storage
-from searches.models import Search, Worker
+from evaluation.models import Worker
+from searches.models import Search
 from tests.searches.test_distributed import django_script, last_json, pg_url  # noqa: F401 (fixture)
 from tests.searches.test_engine import kicks, problem, start  # noqa: F401 (fixtures)
 

@@ -11,7 +11,8 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from lib.security import POLICY
-from searches.models import EvaluationJob, Search
+from evaluation.models import EvaluationJob
+from searches.models import Search
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,8 @@ from evaluation import leases
 from searches import services
 from searches.catalog import get as catalog_get
 from searches.engine import kick, loop
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
+from evaluation.models import EvaluationJob
+from searches.models import BenchmarkRun, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
 
 pytestmark = pytest.mark.django_db
 

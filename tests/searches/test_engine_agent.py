@@ -11,7 +11,8 @@ from django.test import Client
 from proposers import prompts
 from searches import services
 from searches.engine import loop
-from searches.models import EvaluationJob, Kernel, ProposerCall
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, ProposerCall
 from tests.fakes.anthropic_server import ToolCall, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)

@@ -5,7 +5,8 @@ import pytest
 
 from proposers.base import KernelProposal
 from searches.engine import dedup, loop, records
-from searches.models import EvaluationJob, Kernel
+from evaluation.models import EvaluationJob
+from searches.models import Kernel
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,8 @@ from django.utils import timezone
 from evaluation import leases
 from searches import services
 from searches.engine import context, kick, loop
-from searches.models import EvaluationJob, Idea, Kernel, ProposerCall, Worker
+from evaluation.models import EvaluationJob, Worker
+from searches.models import Idea, Kernel, ProposerCall
 from tests.fakes.anthropic_server import Behaviour, FakeAnthropic, asked_counts, ideas_call, kernel_call, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)

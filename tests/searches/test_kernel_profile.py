@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from runner.common import roofline
-from searches.models import EvaluationJob
+from evaluation.models import EvaluationJob
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

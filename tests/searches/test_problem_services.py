@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError
 
 from evaluation import leases
 from searches import services
-from searches.models import EvaluationJob, Kernel, Problem, Search
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Problem, Search
 
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes
 

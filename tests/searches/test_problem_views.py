@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from evaluation import leases
 from searches import services
-from searches.models import EvaluationJob, Problem, Search
+from evaluation.models import EvaluationJob
+from searches.models import Problem, Search
 
 from . import dashboard_data as d
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes

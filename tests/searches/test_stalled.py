@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from lib import storage
 from searches.engine import loop
-from searches.models import Search, SearchEvent, Worker
+from evaluation.models import Worker
+from searches.models import Search, SearchEvent
 from searches.selectors import health
 
 from .test_engine import kicks, problem, start  # noqa: F401 (fixtures)

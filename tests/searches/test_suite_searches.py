@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 
 from searches import services
-from searches.models import EvaluationJob, Search, Suite, SuiteProblem
+from evaluation.models import EvaluationJob
+from searches.models import Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

@@ -12,7 +12,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
 from searches import services
-from searches.models import EvaluationJob, Kernel, Search, ShareLink, Suite, SuiteProblem
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Search, ShareLink, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

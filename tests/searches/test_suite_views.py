@@ -13,8 +13,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from lib import ratelimit
-from searches.models import EvaluationJob, Kernel, Problem, Suite, SuiteProblem
-from searches.services.scheduling import Priority
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Problem, Suite, SuiteProblem
+from evaluation.scheduling import Priority
 
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from searches import task_queue
-from searches.models import Problem, Worker
+from evaluation.models import Worker
+from searches.models import Problem
 from searches.selectors import search_proposer_unavailable
 
 from .engine_env import env_for, manage, query, script, start, stop, wait_for

@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from searches import services
-from searches.models import EvaluationJob, Search, Suite, SuiteProblem, Worker
+from evaluation.models import EvaluationJob, Worker
+from searches.models import Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -32,7 +32,8 @@ from memory.keys import TECHNIQUES
 from searches import catalog, services
 from searches.engine import kick, loop
 from benches.harness import rerun_on_database
-from searches.models import EvaluationJob, Kernel, ProposerCall, Search
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, ProposerCall, Search
 
 FAMILY = "softmax"
 # The world: (success probability, gain over the parent) per technique; anything else (0.1, 1.05).

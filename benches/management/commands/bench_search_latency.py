@@ -27,7 +27,8 @@ from proposers.playbook import PlaybookProposer
 from searches import services
 from searches.foreground import Engines, problem_for, validated
 from benches.harness import bench_worker, rerun_on_database
-from searches.models import Device, EvaluationJob, Kernel, ProposerCall, Search
+from evaluation.models import EvaluationJob
+from searches.models import Device, Kernel, ProposerCall, Search
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
 

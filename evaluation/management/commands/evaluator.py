@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.worker import EvaluationWorker, NameInUse, default_name
-from searches.models import Device
+from evaluation.models import Device
 
 
 class Command(BaseCommand):

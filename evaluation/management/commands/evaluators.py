@@ -6,7 +6,7 @@ import signal
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.supervisor import NoGpus, Supervisor, parse_devices, visible_gpus
-from searches.models import Device
+from evaluation.models import Device
 
 
 class Command(BaseCommand):

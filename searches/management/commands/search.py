@@ -19,7 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild, problem_for, validated
-from searches.models import Device, EvaluationJob, Kernel, Search
+from evaluation.models import EvaluationJob
+from searches.models import Device, Kernel, Search
 
 
 class Command(BaseCommand):
