@@ -20,9 +20,9 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 import runner
+from evaluation.models import EvaluationJob
 from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild
-from evaluation.models import EvaluationJob
 from searches.models import Device, Problem, Search, Suite
 from searches.problem_memory import input_bytes
 

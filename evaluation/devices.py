@@ -7,6 +7,7 @@ import logging
 from django.db import OperationalError
 
 from runner import devicefacts
+
 from .models import Worker
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,6 @@ from django.utils import timezone
 from . import queue
 from .models import EvaluationJob, Worker
 
-
 # A job builds for long on the host before it needs the device: a C++/CUDA extension of its kernel, or
 # a validation (torch.compile's baseline). The rest (NVRTC, cupy, Triton, plain C) ask for it at once.
 BUILD_MARKERS = ("load_inline", "cpp_extension")

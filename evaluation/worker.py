@@ -30,7 +30,8 @@ from lib.leases import LeaseRenewer
 
 from . import leases, queue, sink
 from .devices import record_device_facts
-from .models import EvaluationJob, Worker as WorkerRow
+from .models import EvaluationJob
+from .models import Worker as WorkerRow
 
 log = logging.getLogger(__name__)
 

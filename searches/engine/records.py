@@ -9,11 +9,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from live import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
-from evaluation.models import EvaluationJob
 from searches.models import Kernel, ProposerCall, Search, Verdict
 from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services

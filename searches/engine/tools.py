@@ -14,9 +14,9 @@ import time
 from django.conf import settings
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from proposers import prompts
 from proposers.base import ProposerError, Toolbox, ToolRun
-from evaluation.models import EvaluationJob
 from searches.models import Kernel, Search
 
 from . import records

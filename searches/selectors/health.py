@@ -9,11 +9,11 @@ from django.db import DatabaseError
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob, Worker
 from evaluation.selectors import WORKER_SEEN_WITHIN
 from lib.storage import record_fault, storage_error, storage_fault
 from searches.engine.kick import REKICK_MINUTES
 from searches.engine.lease import LEASE_SECONDS
-from evaluation.models import EvaluationJob, Worker
 from searches.models import Device, Search, SearchEvent
 
 # A search with nothing leased, nothing to judge and no event for this long waits on a re-kick.

@@ -8,10 +8,10 @@ import re
 
 from django.db.models import Count, Q
 
+from evaluation.models import EvaluationJob
 from memory import bank
 from memory.keys import TECHNIQUES, IdeaKey, shape_class
 from proposers.prompts import LANGUAGES
-from evaluation.models import EvaluationJob
 from searches.models import BenchmarkRun, Idea, Kernel, ProposerCall, Search, Verdict
 
 from .memory_scope import device_model, language_of, search_key, searches_visible_to

@@ -2,9 +2,8 @@
 
 import ast
 
-from runner import ceilings
-
 from evaluation.models import EvaluationJob
+from runner import ceilings
 from searches.models import BenchmarkRun, Device, Kernel, Problem, Verdict
 
 

@@ -2,8 +2,8 @@
 
 from django.db.models import F
 
-from runner import ceilings
 from evaluation.models import Worker
+from runner import ceilings
 
 
 def target_facts(*, device: str) -> dict:

@@ -10,11 +10,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.scheduling import Priority
 from live import events
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
-from evaluation.models import EvaluationJob
 from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
 

@@ -6,9 +6,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.scheduling import Priority
 from live import events
-from evaluation.models import EvaluationJob
 from searches.models import Device, Problem
 from searches.problem_checks import check_problem_source
 

@@ -7,11 +7,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluation import queue, scheduling
+from evaluation.models import EvaluationJob
 from lib.ratelimit import OverQuota
 from live import events
 from proposers.prompts import LANGUAGES
 from searches.engine.kick import kick
-from evaluation.models import EvaluationJob
 from searches.models import Device, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable

@@ -26,11 +26,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.scheduling import Priority, job_room, jobs_refusal, search_room, searches_refusal
 from lib.ratelimit import OverQuota
-from evaluation.models import EvaluationJob
-from searches.models import Device, Problem, Search, Suite, SuiteProblem
 from searches.hub_models import hub_refusal
+from searches.models import Device, Problem, Search, Suite, SuiteProblem
 from searches.problem_checks import human_size, model_docstring, size_error
 from searches.problem_memory import input_bytes
 

@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob
 from evaluation.worker import PhaseClock
 from searches import services
-from evaluation.models import EvaluationJob
 from searches.models import ProblemEvent
 from tests.searches import dashboard_data as d
 

@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from evaluation import leases, queue
 from evaluation.models import EvaluationJob, Worker
-from searches.models import Kernel, Problem
-from searches import services
 from evaluation.scheduling import Priority
+from searches import services
+from searches.models import Kernel, Problem
 from tests.searches import dashboard_data
 from tests.searches.problem_samples import SOFTMAX
 

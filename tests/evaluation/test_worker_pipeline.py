@@ -3,8 +3,8 @@
 import pytest
 
 from evaluation import queue
-from evaluation.worker import EvaluationWorker
 from evaluation.models import EvaluationJob
+from evaluation.worker import EvaluationWorker
 from searches.models import Kernel, Problem
 from tests.runner import sources
 

@@ -10,8 +10,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from lib.security import POLICY
 from evaluation.models import EvaluationJob
+from lib.security import POLICY
 from searches.models import Search
 from tests.searches import dashboard_data as d
 
@@ -134,9 +134,9 @@ def test_every_response_carries_the_content_security_policy(client, tree):
 
 
 def test_speed_of_light_on_nodes_kernel_page_leaderboard_and_events(client, tree):
+    from live import events
     from searches import selectors
     from searches.engine import context
-    from live import events
 
     problem = tree["problem"]
     problem.min_bytes = 0.25e-3 * 4.25e12  # 0.25 ms of H200 bandwidth: "fast" (0.5 ms) is at 50%

@@ -6,10 +6,10 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from evaluation import leases
+from evaluation.models import EvaluationJob
 from searches import services
 from searches.catalog import get as catalog_get
 from searches.engine import kick, loop
-from evaluation.models import EvaluationJob
 from searches.models import BenchmarkRun, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
 
 pytestmark = pytest.mark.django_db

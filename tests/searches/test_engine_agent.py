@@ -8,10 +8,10 @@ import threading
 import pytest
 from django.test import Client
 
+from evaluation.models import EvaluationJob
 from proposers import prompts
 from searches import services
 from searches.engine import loop
-from evaluation.models import EvaluationJob
 from searches.models import Kernel, ProposerCall
 from tests.fakes.anthropic_server import ToolCall, task_of
 

@@ -5,10 +5,10 @@ quiet figures; a rerun that is noisy again, or a quarantine for an implausible r
 import pytest
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.scheduling import Priority
 from runner.host.evaluation import NOISY_QUARANTINE
 from searches import selectors, services
-from evaluation.models import EvaluationJob
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from evaluation import leases
-from searches import services
 from evaluation.models import EvaluationJob
+from searches import services
 from searches.models import Problem, Search
 
 from . import dashboard_data as d

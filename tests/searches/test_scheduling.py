@@ -7,12 +7,12 @@ import pytest
 from django.urls import reverse
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from lib import ratelimit
 from lib.ratelimit import OverQuota
 from searches import services
-from evaluation.models import EvaluationJob
 from searches.models import Kernel, Problem, Search
-from evaluation.scheduling import Priority
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.models import Worker
 from lib import storage
 from searches.engine import loop
-from evaluation.models import Worker
 from searches.models import Search, SearchEvent
 from searches.selectors import health
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from searches import services
 from evaluation.models import EvaluationJob
+from searches import services
 from searches.models import Device, Problem, Suite, SuiteProblem
 
 from . import dashboard_data as d

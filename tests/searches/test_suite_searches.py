@@ -4,8 +4,8 @@ budget, refusals named per problem, one request against the rate limit."""
 import pytest
 from django.urls import reverse
 
-from searches import services
 from evaluation.models import EvaluationJob
+from searches import services
 from searches.models import Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 

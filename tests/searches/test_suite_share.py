@@ -11,8 +11,8 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from searches import services
 from evaluation.models import EvaluationJob
+from searches import services
 from searches.models import Kernel, Search, ShareLink, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 

@@ -6,8 +6,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from searches import services
 from evaluation.models import EvaluationJob
+from searches import services
 from searches.models import Kernel
 
 from .problem_samples import SOFTMAX

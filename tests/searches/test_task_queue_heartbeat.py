@@ -14,7 +14,6 @@ from searches.selectors import search_proposer_unavailable
 
 from .engine_env import env_for, manage, query, script, start, stop, wait_for
 
-
 CANARY = "sk-ant-canary-heartbeat-0123456789"
 CHECK = ("from searches.selectors import search_proposer_unavailable\n"
          "print(json.dumps(search_proposer_unavailable(problem=Problem(name='x'), proposer='anthropic', device='cpu')))\n")

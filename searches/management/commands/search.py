@@ -16,10 +16,10 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.models import EvaluationJob
 from evaluation.worker import NameInUse, check_name_free, default_name
 from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild, problem_for, validated
-from evaluation.models import EvaluationJob
 from searches.models import Device, Kernel, Search
 
 
