@@ -197,10 +197,13 @@ class EvaluationWorker:
 
     def run_job(self, pool, job: EvaluationJob) -> None:
         try:
-            sink.current()
+            self._run_job(pool, job)
         except sink.NoSink:  # nowhere to put its verdict: the job goes back to the queue, unspent
             _with_retries(lambda: leases.release(job, self.name, error="the evaluator had no sink for verdicts"))
             raise
+
+    def _run_job(self, pool, job: EvaluationJob) -> None:
+        sink.current()  # NoSink before anything runs
         if not self._start_run(job):
             return
         clock = PhaseClock(job.id, self.name, self.phase_writer)

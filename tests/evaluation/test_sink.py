@@ -1,13 +1,15 @@
 """The worker hands what its jobs come to to the sink the owner of the jobs registered (searches, at
 start-up), never importing it; with no sink it fails loudly and loses no job."""
 
+from contextlib import contextmanager
+
 import pytest
 
 from evaluation import leases, queue, sink
 from evaluation.models import EvaluationJob
 from evaluation.worker import EvaluationWorker
 from searches import services
-from searches.models import Kernel, Problem
+from searches.models import BenchmarkRun, Kernel, Problem
 from tests.runner import sources
 from tests.searches.test_engine import runner_verdict
 
@@ -77,6 +79,35 @@ def test_a_job_claimed_when_the_sink_is_gone_goes_back_to_the_queue_unspent(no_s
     job.refresh_from_db()
     assert (job.status, job.attempts, job.lease_owner) == ("queued", 0, "")
     assert "no sink" in job.last_error
+
+
+class SinkLeavingPool:
+    """Judges the job, but the sink is gone by the time its verdict is to be recorded."""
+
+    @contextmanager
+    def scope(self, on_phase=None):
+        yield self
+
+    def cancel(self):
+        pass
+
+    def evaluate(self, problem_source, kernel_source, **options):
+        sink.register(None)
+        return runner_verdict()
+
+
+@pytest.mark.django_db
+def test_a_verdict_with_no_sink_to_take_it_is_not_lost_the_job_goes_back_to_the_queue():
+    previous = sink.current()
+    job = queued_kernel()
+    try:
+        with pytest.raises(sink.NoSink):
+            EvaluationWorker(name="w", device="cpu").run_job(SinkLeavingPool(), leases.claim("w", "cpu"))
+    finally:
+        sink.register(previous)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.lease_owner) == ("queued", 0, "")
+    assert BenchmarkRun.objects.count() == 0
 
 
 @pytest.mark.django_db
