@@ -10,11 +10,11 @@ from django.db.models import Count
 
 from memory import bank
 from memory.keys import TECHNIQUES, IdeaKey, shape_class
-from proposers.prompts import LANGUAGES
+from proposers.prompts import LANGUAGES, language_of
 from searches.models import Idea, Kernel, ProposerCall, Search, Verdict
 
 from .kernels import kernel_is_trusted, rerun_kernel_ids, trusted_q
-from .memory_scope import device_model, language_of, search_key, searches_visible_to
+from .memory_scope import device_model, search_key, searches_visible_to
 
 UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
