@@ -45,9 +45,7 @@ from .problem_fit import (  # noqa: F401
 from .searches import (  # noqa: F401
     active_searches,
     search_usage,
-    SEARCH_KNOB_LIMITS,
     SEARCH_FORK_OVERRIDES,
-    SEARCH_EFFORTS,
     PAUSE_EFFECT,
     search_start,
     search_pause,
