@@ -16,6 +16,10 @@ from searches.models import Problem, Search
 GPU_SEEDS = ("softmax-4096x65536", "layernorm-16x64x256x256", "matmul-4096x4096", "conv2d-100x3x224x224",
              "conv-relu-maxpool-100x3x224x224")
 CPU_SEEDS = ("softmax-cpu", "layernorm-cpu", "gelu-cpu")
+# The settings the benchmark varies (searches/config.py), and where its defaults differ from a search's:
+# three rounds, the tree shape docs/BENCHMARKS.md and scripts/gpu_seeds.sh report as its own.
+SHAPE = ("rounds", "parents_per_round", "ideas_per_parent", "kernels_per_idea")
+SHAPE_DEFAULTS = {"rounds": 3}
 
 
 def run(*, problems: list[Problem], worker: EvaluatorChild, shape: dict, max_seconds: float) -> list[Search]:

@@ -35,10 +35,11 @@ from memory.keys import technique_of
 from . import agent, pack, prompts
 from .base import (Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
                    merge_exchanges)
+from .capabilities import CAPABILITIES
 
 log = logging.getLogger(__name__)
 
-EFFORTS = ("low", "medium", "high", "xhigh", "max")
+EFFORTS = CAPABILITIES["anthropic"].efforts
 STEPS = ("ideas", "kernel", "repair")
 CACHE_TTLS = ("5m", "1h")
 # Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
@@ -51,6 +52,7 @@ _NO_TOOL = ("the model replied twice without calling `{tool}` (tool_choice auto,
 
 class AnthropicProposer(Proposer):
     name = "anthropic"
+    capabilities = CAPABILITIES[name]
 
     def __init__(self, *, model: str = "", effort: str = "", timeout_retries: int = 2, busy_retries: int = 6,
                  backoff_seconds: float = 5.0, ideas_max_tokens: int = 4000, kernel_max_tokens: int = 16000,

@@ -6,6 +6,8 @@ and their results) and return text. Replies are untrusted: the runner judges eve
 
 from dataclasses import dataclass, field
 
+from .capabilities import Capabilities
+
 
 class ProposerError(Exception):
     """A proposer could not produce anything usable (the reply is kept on the exception)."""
@@ -180,6 +182,12 @@ class KernelProposal:
 
 class Proposer:
     name = "base"
+    capabilities = Capabilities()
+
+    @classmethod
+    def supports(cls, family: str, device: str) -> bool:
+        """Whether it writes kernels for this op family on this device."""
+        return cls.capabilities.any_problem
 
     def starting_kernel(self, problem: ProblemContext) -> tuple[KernelProposal, Exchange]:
         """Round 0: a straightforward translation of the reference into the kernel format."""

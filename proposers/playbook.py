@@ -11,6 +11,7 @@ from memory.keys import technique_in
 
 from . import pack
 from .base import Exchange, IdeaProposal, KernelProposal, Proposer, ProposerError
+from .capabilities import CAPABILITIES
 
 FAMILY_NAMES = ("softmax", "layernorm", "matmul", "conv2d", "conv_relu_maxpool", "elementwise", "reduction")
 
@@ -29,6 +30,11 @@ def supports(family: str, device: str) -> bool:
 
 class PlaybookProposer(Proposer):
     name = "playbook"
+    capabilities = CAPABILITIES[name]
+
+    @classmethod
+    def supports(cls, family: str, device: str) -> bool:
+        return supports(family, device)
 
     def __init__(self, **options):
         self.options = options  # accepted for a uniform get_proposer(); the playbook has no settings

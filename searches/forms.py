@@ -4,10 +4,10 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from proposers.prompts import LANGUAGES
+from proposers import registry
 
+from .config import SEARCH_CONFIG as CONFIG, Setting
 from .models import Device, Search
-from .services.searches import SEARCH_EFFORTS
 from .problem_checks import check_kernel_source, check_problem_source, model_docstring, size_error
 
 # === problems ===========================================================================
@@ -109,84 +109,55 @@ class ProblemCreateForm(ProblemForm):
 # === searches, kernels, ideas, sharing ==================================================
 
 
-LANGUAGE_CHOICES = [("", "The device's default (CUDA through NVRTC; C on the CPU)")] + [
-    (key, label) for key, (label, _, _) in LANGUAGES.items()]
-EFFORT_CHOICES = [("", "The model's default")] + [(e, e) for e in SEARCH_EFFORTS]
+def setting_field(setting: Setting) -> forms.Field:
+    """The form field of a search setting: its label, help, initial value and limits, a value outside
+    them refused with the setting's own words (the services' and the command's)."""
+    options = {"label": setting.label, "help_text": setting.help, "required": setting.required}
+    if setting.type is not bool and setting.default not in (None, ""):  # 0 shows as 0, not as empty
+        options["initial"] = setting.default
+    if setting.type is bool:
+        return forms.BooleanField(**{**options, "required": False})
+    choices = setting.choices or Search._meta.get_field(setting.name).choices
+    if choices:
+        return forms.ChoiceField(choices=choices, error_messages={"invalid_choice": setting.limits + "."}, **options)
+    if setting.type is str:
+        return forms.CharField(max_length=setting.max_length, **options)
+    refused = setting.limits + "."
+    validators = [_least_validator(setting)] if setting.least else []
+    field = forms.IntegerField if setting.type is int else forms.FloatField
+    return field(min_value=setting.low, max_value=setting.high, validators=validators, **options,
+                 error_messages={"min_value": refused, "max_value": refused, "invalid": refused})
 
 
-class SearchKnobs(forms.Form):
-    """The knobs a search starts with and a fork may change: proposer, model, effort, language,
-    the method's R/B/I/K, repairs, the library rule and the budgets."""
+def _least_validator(setting: Setting):
+    def validate(value):
+        if value and 0 < value < setting.least:
+            raise ValidationError(setting.least_limit + ".", code="least")
+    return validate
 
-    proposer = forms.ChoiceField(choices=Search.Proposer.choices, initial=Search.Proposer.PLAYBOOK)
-    model = forms.CharField(max_length=100, required=False, label="Model",
-                            help_text="LLM model name for the Anthropic proposer; empty: the configured default.")
-    ideas_model = forms.CharField(max_length=100, required=False, label="Ideas model",
-                                  help_text="A model for the ideas calls; empty: the model above.")
-    kernel_model = forms.CharField(max_length=100, required=False, label="Kernels model",
-                                   help_text="A model for the kernel calls; empty: the model above.")
-    repair_model = forms.CharField(max_length=100, required=False, label="Repairs model",
-                                   help_text="A model for the repair calls; empty: the model above.")
-    effort = forms.ChoiceField(choices=EFFORT_CHOICES, required=False, label="Effort (Anthropic)")
-    thinking_tokens = forms.IntegerField(min_value=0, max_value=64000, initial=0, required=False,
-                                         label="Thinking budget (tokens, Anthropic)",
-                                         help_text="The model reasons before each reply; 0: off, else at least 1024.")
-    agent_mode = forms.BooleanField(required=False, label="Agent mode (Anthropic)",
-                                    help_text="Kernel calls may compile, check and profile drafts in the sandbox "
-                                              "before submitting; each run counts as a candidate.")
-    agent_tool_calls = forms.IntegerField(min_value=1, max_value=20, initial=4, required=False,
-                                          label="Tool calls per kernel (agent mode)")
-    language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False, label="Kernel language",
-                                 help_text="Stated in every prompt; it must fit the device.")
-    rounds = forms.IntegerField(min_value=1, max_value=50, initial=5, label="Rounds (R)")
-    parents_per_round = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Parents per round (B)")
-    ideas_per_parent = forms.IntegerField(min_value=1, max_value=20, initial=3, label="Ideas per parent (I)")
-    kernels_per_idea = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Kernels per idea (K)")
-    bank_size = forms.IntegerField(min_value=0, max_value=50, initial=2, label="Bank of earlier good kernels")
-    repair_attempts = forms.IntegerField(min_value=0, max_value=5, initial=1, required=False, label="Repair turns per failed kernel",
-                                         help_text="Each gets the runner's verdict, reason and log (LLM only).")
-    profiled_kernels = forms.IntegerField(min_value=0, max_value=20, initial=2, required=False,
-                                          label="Profiled kernels per round",
-                                          help_text="The fastest correct kernels whose profile the next ideas see.")
-    stale_rounds = forms.IntegerField(min_value=0, max_value=50, initial=0, required=False, label="Stop after rounds without gain",
-                                      help_text="0: run every round.")
-    sol_stop_percent = forms.IntegerField(min_value=0, max_value=100, initial=0, required=False,
-                                          label="Stop a branch at % of speed of light",
-                                          help_text="e.g. 90: a kernel at 90% of its floor gets no more ideas; 0: never.")
-    allow_library = forms.BooleanField(required=False, label="Allow library calls (cuBLAS, torch ops) in kernels")
-    prior_weight = forms.IntegerField(min_value=0, max_value=100, initial=50, required=False,
-                                      label="How much the team's priors may steer (%)",
-                                      help_text="Ideas calls see what worked on similar problems and ideas are "
-                                                "ranked by it; 0: the bank off.")
-    seed_from_team = forms.BooleanField(required=False, label="Start from the team's memory",
-                                        help_text="The best trusted kernels of similar problems are judged here "
-                                                  "first, and the first ideas call is offered the playbook's recipes.")
-    stop_points_per_dollar = forms.FloatField(min_value=0, initial=0, required=False,
-                                              label="Stop under this gain per dollar (points)",
-                                              help_text="Ends the search once its last 2 rounds bought fewer percent "
-                                                        "points of speedup per dollar; 0: never.")
-    private = forms.BooleanField(required=False, label="Private",
-                                 help_text="Its results stay out of other people's priors and Ideas page.")
-    max_candidates = forms.IntegerField(min_value=1, required=False, label="Budget: candidates")
-    max_tokens = forms.IntegerField(min_value=1, required=False, label="Budget: tokens")
-    max_cost_usd = forms.FloatField(min_value=0.01, required=False, label="Budget: cost (USD)")
+
+class SearchKnobsBase(forms.Form):
+    model_proposers = registry.names(takes_model=True)  # the LLM knobs show for these (static/js/search_form.js)
 
     def search_fields(self) -> dict:
+        """The cleaned settings, an empty optional one as its default."""
         data = dict(self.cleaned_data)
-        for key, default in (("effort", ""), ("language", ""), ("repair_attempts", 1), ("profiled_kernels", 2),
-                             ("stale_rounds", 0), ("sol_stop_percent", 0), ("thinking_tokens", 0), ("ideas_model", ""),
-                             ("kernel_model", ""), ("repair_model", ""), ("agent_tool_calls", 4), ("prior_weight", 50),
-                             ("stop_points_per_dollar", 0.0)):
-            if data.get(key) in (None, ""):
-                data[key] = default
+        for name, value in data.items():
+            if name in CONFIG.names and value in (None, ""):
+                data[name] = CONFIG[name].default
         return data
 
 
+# The knobs a search starts with and a fork may change: every setting but its name and device.
+SearchKnobs = type(forms.Form)("SearchKnobs", (SearchKnobsBase,), {
+    "__module__": __name__,
+    **{s.name: setting_field(s) for s in CONFIG if s.name not in ("name", "device")},
+})
+
+
 class SearchStartForm(SearchKnobs):
-    name = forms.CharField(max_length=200, required=False, help_text="Optional: a name to find it by.")
-    device = forms.ChoiceField(choices=Device.choices, initial=Device.CPU)
-    private = forms.BooleanField(required=False, label="Keep its lessons to me",
-                                 help_text="Its lessons reach only your own searches and pages, not the team's.")
+    name = setting_field(CONFIG.name)
+    device = setting_field(CONFIG.device)
     field_order = ["name", "proposer", "model", "effort", "device", "language"]
 
 

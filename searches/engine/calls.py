@@ -191,7 +191,7 @@ def ideas_call(search: Search, parent_id: int) -> Call:
             records.proposer_gave_up(search, ProposerCall.Purpose.IDEAS, error, f"propose ideas for kernel #{parent_id}")
             return
         proposals, exchange = answer
-        origin = Idea.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Idea.Origin.PLAYBOOK
+        origin = Idea.Origin.LLM if search.capabilities.llm else Idea.Origin.PLAYBOOK
         with transaction.atomic():
             locked = records.lock_search(search.id)
             call = records.record_call(search, ProposerCall.Purpose.IDEAS, exchange)
@@ -225,7 +225,7 @@ def kernel_call(search: Search, idea: Idea, variant: int) -> Call:
 
     def save(answer, error):
         proposal, exchange = _kernel_answer(answer, error)
-        origin = Kernel.Origin.LLM if search.proposer == Search.Proposer.ANTHROPIC else Kernel.Origin.PLAYBOOK
+        origin = Kernel.Origin.LLM if search.capabilities.llm else Kernel.Origin.PLAYBOOK
         with transaction.atomic():
             records.lock_search(search.id)
             call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange, error=str(error or ""))
@@ -268,7 +268,7 @@ def _kernel_answer(answer, error: ProposerError | None) -> tuple:
 def shown_call(search: Search, call: ProposerCall) -> ProposerCall | None:
     """The call a kernel shows as "the exchange that produced it": none for the playbook, whose
     kernels are hand-written text, not a model's reply (the call is still kept, at no cost)."""
-    return None if search.proposer == Search.Proposer.PLAYBOOK else call
+    return call if search.capabilities.llm else None
 
 
 def round_plan(search: Search, round_number: int) -> dict:

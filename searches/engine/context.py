@@ -7,12 +7,13 @@ from dataclasses import replace
 
 from django.conf import settings
 
+from evaluation.models import EvaluationJob
 from memory import bank as idea_bank
 from memory import services as memory
 from proposers import pack, playbook, prompts
 from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
-from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
+from searches.models import Idea, Kernel, Search, Verdict
 from searches.selectors.ideas import key_scope, search_priors
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.lessons import lessons_for_search
@@ -29,13 +30,18 @@ FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TI
 
 def new_proposer(search: Search) -> Proposer:
     """The search's proposer, its own (closing it abandons its calls in flight, no other search's)."""
-    options = {}
-    if search.proposer == Search.Proposer.ANTHROPIC:
-        options = {"model": search.model or settings.ANTHROPIC_MODEL, "effort": search.effort,
-                   "thinking": search.thinking_tokens, "gate": gate.for_environment(),
-                   "step_models": {step: getattr(search, field) for step, field in Search.STEP_MODELS.items()}}
-        if search.agent_mode:  # kernel calls may compile, check and profile drafts, each a runner job
-            options["tools"] = tools.RunnerTools(search)
+    can, options = search.capabilities, {}
+    if can.takes_model:
+        options.update(model=search.model or getattr(settings, can.model_setting),
+                       step_models={step: getattr(search, field) for step, field in Search.STEP_MODELS.items()})
+    if can.efforts:
+        options["effort"] = search.effort
+    if can.thinking:
+        options["thinking"] = search.thinking_tokens
+    if can.api_key:  # the key's places in flight, shared by every process that calls with it
+        options["gate"] = gate.for_environment()
+    if can.agent_mode and search.agent_mode:  # kernel calls may compile, check and profile drafts, each a runner job
+        options["tools"] = tools.RunnerTools(search)
     return get_proposer(search.proposer, **options)
 
 
@@ -89,8 +95,8 @@ def ideas_kept(search: Search, proposals: list, problem: ProblemContext) -> list
 
 def lessons_shown(search: Search) -> list[LessonShown]:
     """The approved lessons of similar problems this call's prompt carries, each counted as shown once
-    more (a context is built for one call about to be sent). The playbook reads no prompt: none."""
-    if search.proposer != Search.Proposer.ANTHROPIC:
+    more (a context is built for one call about to be sent). A proposer that is no model reads no prompt: none."""
+    if not search.capabilities.llm:
         return []
     lessons = lessons_for_search(search)
     memory.lessons_mark_shown(lesson_ids=[lesson.id for lesson in lessons])

@@ -196,7 +196,7 @@ def _implementations(search: Search, flying: set):
 
 def _repairs(search: Search, flying: set):
     # The playbook's kernels are fixed text: it cannot repair from the runner's verdict.
-    if search.repair_attempts <= 0 or search.proposer == Search.Proposer.PLAYBOOK:
+    if search.repair_attempts <= 0 or not search.capabilities.repairs:
         return
     broken = (
         Kernel.objects.filter(search=search, status__in=REPAIR_VERDICTS, origin__in=REPAIRABLE, repairs__isnull=True)

@@ -9,11 +9,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from searches.services import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
-from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
+from proposers.registry import capabilities
+from searches.models import Kernel, ProposerCall, Search, Verdict
 from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 
@@ -85,7 +87,7 @@ def record_call(search: Search, purpose: str, exchange: Exchange, *, error: str 
     cost = call_cost(exchange)
     call = ProposerCall.objects.create(
         search=search, purpose=purpose, proposer=search.proposer,
-        model=exchange.model or (search.step_model(purpose) if search.proposer == Search.Proposer.ANTHROPIC else ""),
+        model=exchange.model or (search.step_model(purpose) if search.capabilities.takes_model else ""),
         prompt=exchange.prompt, reply=exchange.reply, ok=not error, error=error,
         input_tokens=exchange.input_tokens, output_tokens=exchange.output_tokens,
         cache_read_tokens=exchange.cache_read_tokens, cache_write_tokens=exchange.cache_write_tokens,
@@ -159,7 +161,8 @@ def playbook_cannot_continue(search_id: int, exc: ProposerError) -> bool:
     """End a playbook search its proposer cannot continue, with the reason and a path that exists;
     False for the API proposer, which may recover (a key set, a quota renewed) and pauses. The
     playbook is a fixed list: resuming would fail the same way."""
-    if not Search.objects.filter(pk=search_id, proposer=Search.Proposer.PLAYBOOK).exists():
+    proposer = Search.objects.filter(pk=search_id).values_list("proposer", flat=True).first()
+    if proposer is None or not capabilities(proposer).fixed:
         return False
     finish(search_id, Search.Status.COMPLETED,
            f"not supported by the built-in kernels: {exc} Submit a kernel from the problem's page, or set "

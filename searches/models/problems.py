@@ -5,10 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-
-class Device(models.TextChoices):
-    CPU = "cpu", "CPU"
-    CUDA = "cuda", "CUDA GPU"
+from evaluation.models import Device
 
 
 class Problem(models.Model):

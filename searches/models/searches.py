@@ -5,6 +5,10 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from proposers.capabilities import Capabilities
+from proposers.registry import capabilities as proposer_capabilities
+from searches.config import SEARCH_CONFIG as CONFIG
+
 from .problems import Device, Problem
 
 
@@ -27,48 +31,49 @@ class Search(models.Model):
 
     code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="searches")
-    name = models.CharField(max_length=200, blank=True)
+    name = models.CharField(max_length=CONFIG.name.max_length, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    proposer = models.CharField(max_length=16, choices=Proposer.choices, default=Proposer.PLAYBOOK)
-    model = models.CharField(max_length=100, blank=True)  # LLM model name, when the proposer has one
+    proposer = models.CharField(max_length=16, choices=Proposer.choices, default=CONFIG.proposer.default)
+    model = models.CharField(max_length=CONFIG.model.max_length, blank=True)  # LLM model name, when the proposer has one
     # A model per step (e.g. a strong one for ideas, a cheaper one for repairs); empty: `model`.
-    ideas_model, kernel_model, repair_model = (models.CharField(max_length=100, blank=True) for _ in range(3))
+    ideas_model, kernel_model, repair_model = (models.CharField(max_length=CONFIG[step].max_length, blank=True)
+                                               for step in STEP_MODELS.values())
     effort = models.CharField(max_length=16, blank=True)  # LLM effort label (output_config.effort)
     # Extended thinking before each reply, in tokens (0: off; the API's least is 1024).
-    thinking_tokens = models.PositiveIntegerField(default=0)
-    device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
+    thinking_tokens = models.PositiveIntegerField(default=CONFIG.thinking_tokens.default)
+    device = models.CharField(max_length=8, choices=Device.choices, default=CONFIG.device.default)
 
     # The method's knobs: R rounds, B parents, I ideas per parent, K kernels per idea.
-    rounds = models.PositiveSmallIntegerField(default=5)
-    parents_per_round = models.PositiveSmallIntegerField(default=2)
-    ideas_per_parent = models.PositiveSmallIntegerField(default=3)
-    kernels_per_idea = models.PositiveSmallIntegerField(default=2)
-    bank_size = models.PositiveSmallIntegerField(default=2)
-    repair_attempts = models.PositiveSmallIntegerField(default=1)
+    rounds = models.PositiveSmallIntegerField(default=CONFIG.rounds.default)
+    parents_per_round = models.PositiveSmallIntegerField(default=CONFIG.parents_per_round.default)
+    ideas_per_parent = models.PositiveSmallIntegerField(default=CONFIG.ideas_per_parent.default)
+    kernels_per_idea = models.PositiveSmallIntegerField(default=CONFIG.kernels_per_idea.default)
+    bank_size = models.PositiveSmallIntegerField(default=CONFIG.bank_size.default)
+    repair_attempts = models.PositiveSmallIntegerField(default=CONFIG.repair_attempts.default)
     # How many of a round's fastest correct kernels carry their profile (runner/common/roofline.py) into
     # the next ideas calls; 0: none.
-    profiled_kernels = models.PositiveSmallIntegerField(default=2)
-    allow_library = models.BooleanField(default=False)
+    profiled_kernels = models.PositiveSmallIntegerField(default=CONFIG.profiled_kernels.default)
+    allow_library = models.BooleanField(default=CONFIG.allow_library.default)
     # Agent mode: a kernel call may compile, check and profile drafts (runner jobs) before it submits,
     # at most `agent_tool_calls` times per kernel.
-    agent_mode = models.BooleanField(default=False)
-    agent_tool_calls = models.PositiveSmallIntegerField(default=4)
+    agent_mode = models.BooleanField(default=CONFIG.agent_mode.default)
+    agent_tool_calls = models.PositiveSmallIntegerField(default=CONFIG.agent_tool_calls.default)
     # Kept to its owner (and administrators) in the team's memory: its lessons, idea outcomes and kernels
     # reach no one else's prompts, seeds or memory pages (its own page stays the team's to read).
-    private = models.BooleanField(default=False)
+    private = models.BooleanField(default=CONFIG.private.default)
     # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).
-    stale_rounds = models.PositiveSmallIntegerField(default=0)
+    stale_rounds = models.PositiveSmallIntegerField(default=CONFIG.stale_rounds.default)
     # A branch whose kernel reaches this % of its speed of light gets no more ideas (0: never stop).
-    sol_stop_percent = models.PositiveSmallIntegerField(default=0)
+    sol_stop_percent = models.PositiveSmallIntegerField(default=CONFIG.sol_stop_percent.default)
     # The team's memory (memory/bank.py): how far the priors of similar problems may reorder a parent's
     # ideas, in % (0: the bank off, no priors shown); start from similar problems' best kernels and the playbook's
     # menu; stop once the last rounds' gain per dollar falls under this many % points (0: never).
-    prior_weight = models.PositiveSmallIntegerField(default=50)
-    seed_from_team = models.BooleanField(default=False)
-    stop_points_per_dollar = models.FloatField(default=0.0)
+    prior_weight = models.PositiveSmallIntegerField(default=CONFIG.prior_weight.default)
+    seed_from_team = models.BooleanField(default=CONFIG.seed_from_team.default)
+    stop_points_per_dollar = models.FloatField(default=CONFIG.stop_points_per_dollar.default)
     # Budgets: the search stops cleanly when one is reached. Null means no limit.
     max_candidates = models.PositiveIntegerField(null=True, blank=True)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
@@ -98,6 +103,11 @@ class Search(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "searches"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What its proposer can do (proposers/capabilities.py): callers ask this, never the proposer's name."""
+        return proposer_capabilities(self.proposer)
 
     def step_model(self, step: str) -> str:  # "ideas", "kernel" or "repair": its own model, else the search's
         return getattr(self, self.STEP_MODELS[step]) or self.model

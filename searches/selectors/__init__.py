@@ -19,6 +19,8 @@ from .kernel_view import (  # noqa: F401
 from .kernels import (  # noqa: F401
     speed_of_light,
     kernel_is_ranked,
+    kernel_is_trusted,
+    trusted_q,
     kernel_runs,
     kernel_primary_run,
     kernel_pending_rerun,

@@ -9,12 +9,13 @@ from django.db import DatabaseError
 from django.db.models import Count, Max, OuterRef, Subquery
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob, Worker
 from evaluation.selectors import WORKER_SEEN_WITHIN
 from lib.storage import record_fault, storage_error, storage_fault
 from live import events as live_events
 from searches.engine.kick import REKICK_MINUTES
 from searches.engine.lease import LEASE_SECONDS
-from searches.models import Device, EvaluationJob, Search, Worker
+from searches.models import Device, Search
 
 # A search with nothing leased, nothing to judge and no event for this long waits on a re-kick.
 QUIET_AFTER = timedelta(seconds=LEASE_SECONDS + 60 * REKICK_MINUTES)

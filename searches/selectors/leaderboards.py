@@ -8,7 +8,7 @@ import hashlib
 
 from django.db.models import Max
 
-from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
+from searches.models import BenchmarkRun, Kernel, Problem, Verdict
 
 from .kernel_view import kernel_view
 from .kernels import kernel_is_ranked, speed_of_light
@@ -31,7 +31,7 @@ def kernel_source_key(source: str) -> str:
 def kernel_origin_label(kernel: Kernel) -> str:
     """Where a kernel came from, in a reader's words: the model, the playbook or a person."""
     origin, search = kernel.origin, kernel.search if kernel.search_id else None
-    by_llm = search is not None and search.proposer == Search.Proposer.ANTHROPIC
+    by_llm = search is not None and search.capabilities.llm
     model = (search.model if search else "") or "LLM"
     if origin == Kernel.Origin.LLM:
         return model

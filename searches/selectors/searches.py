@@ -6,7 +6,7 @@ from collections import defaultdict
 from django.db.models import OuterRef, Subquery
 
 from live import events as live_events
-from proposers.playbook import supports as playbook_supports
+from proposers.registry import capabilities, proposer_class
 from searches.models import BenchmarkRun, Device, Idea, Kernel, Problem, Search, Verdict, ranked_q
 from searches.task_queue import anthropic_key_seen
 
@@ -19,23 +19,24 @@ def search_proposer_unavailable(*, problem: Problem, proposer: str, device: str)
     """Why `proposer` cannot run a search on `problem` for `device`, or "" when it can.
     The web server holds no key: a live task queue says in its heartbeat whether it has one. A
     process that runs the engine itself (`manage.py search`, sync mode) checks its own environment."""
-    if proposer == Search.Proposer.ANTHROPIC:
-        if not (os.environ.get("ANTHROPIC_API_KEY") or anthropic_key_seen()):
-            return ("The Anthropic proposer needs an API key: set ANTHROPIC_API_KEY in the environment of the task "
-                    "queue (qcluster) only, then restart it; the web server learns of the key from the task queue. "
-                    "Without a key, use the built-in playbook.")
-        return ""
-    if proposer == Search.Proposer.PLAYBOOK:
+    if proposer not in Search.Proposer.values:
+        return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
+    can = capabilities(proposer)
+    # The task queue's heartbeat says whether it holds the one key a proposer needs today (task_queue.py).
+    if can.api_key and not (os.environ.get(can.api_key) or anthropic_key_seen()):
+        return (f"The Anthropic proposer needs an API key: set {can.api_key} in the environment of the task "
+                "queue (qcluster) only, then restart it; the web server learns of the key from the task queue. "
+                "Without a key, use the built-in playbook.")
+    if not can.any_problem:
         family = problem.family
         if not family:
             return (f"The built-in playbook only writes kernels for the op families it knows, and the runner did not "
                     f"recognise “{problem.name}” as one of them: this problem needs an LLM. Set ANTHROPIC_API_KEY "
                     "and choose the Anthropic proposer.")
-        if not playbook_supports(family, device):
+        if not proposer_class(proposer).supports(family, device):
             return (f"The built-in playbook has no {device} kernels for the “{family}” family: this problem needs an "
                     "LLM. Set ANTHROPIC_API_KEY and choose the Anthropic proposer.")
-        return ""
-    return f"Unknown proposer {proposer!r}: choose one of {', '.join(Search.Proposer.values)}."
+    return ""
 
 
 def playbook_support(problem: Problem) -> str:

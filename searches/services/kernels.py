@@ -10,14 +10,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
-from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
+from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
 
 from . import events
 from .permissions import may_approve, require_steer
-from .scheduling import Priority
 
 RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces when its median is within 10%
 
@@ -113,22 +114,14 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     if job.purpose == EvaluationJob.Purpose.RERUN and _only_noise_held_it_back(kernel, run):
         # A quiet rerun replaces a timing a disturbed device spoiled: its figures stand, unverified.
         kernel.quarantined, kernel.verified = False, False
-        kernel.median_ms = run.median_ms
-        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
-        kernel.save(update_fields=["quarantined", "verified", "median_ms", "speedup_vs_eager", "speedup_vs_compile"])
+        kernel.save(update_fields=["quarantined", "verified", *kernel.take_figures(run, Kernel.TIMING_FIGURES)])
     elif job.purpose == EvaluationJob.Purpose.RERUN:
         kernel.verified = _kernel_reproduced(kernel, run)
         kernel.save(update_fields=["verified"])
     else:
-        kernel.status, kernel.reason = status, reason
         kernel.reason_code = (result.get("reason_code") or "") if status == Verdict.REJECTED else ""
-        kernel.quarantined = run.quarantined
-        kernel.median_ms = run.median_ms
-        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
-        kernel.precision, kernel.device_name = run.precision, run.device_name
         kernel.evaluated_at = timezone.now()
-        kernel.save(update_fields=["status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
-                                   "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
+        kernel.save(update_fields=[*kernel.take_figures(run), "reason_code", "evaluated_at"])
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
     # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.

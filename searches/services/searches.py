@@ -6,11 +6,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation import queue
+from evaluation import queue, scheduling
+from evaluation.models import EvaluationJob
 from lib.ratelimit import OverQuota
 from proposers.prompts import LANGUAGES
+from proposers.registry import capabilities
+from searches.config import SEARCH_CONFIG as CONFIG
 from searches.engine.kick import kick
-from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from searches.models import Device, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
@@ -18,69 +21,34 @@ from . import events
 from .jobs import job_fail
 from .kernels import kernel_submit
 from .permissions import require_steer
-from .scheduling import require_search_room
 
 
-# Search knobs and the limits the form and the command enforce: (smallest, largest).
-SEARCH_KNOB_LIMITS = {
-    "rounds": (1, 50),
-    "parents_per_round": (1, 20),
-    "ideas_per_parent": (1, 20),
-    "kernels_per_idea": (1, 20),
-    "bank_size": (0, 50),
-    "repair_attempts": (0, 5),
-    "profiled_kernels": (0, 20),
-    "stale_rounds": (0, 50),
-    "sol_stop_percent": (0, 100),
-    "thinking_tokens": (0, 64000),
-    "agent_tool_calls": (1, 20),  # agent mode: tool runs per kernel call
-    "prior_weight": (0, 100),  # % the team's priors may reorder a parent's ideas (memory/bank.py rank)
-}
-STOP_POINTS_PER_DOLLAR_MAX = 1e6
-THINKING_LEAST = 1024  # the Messages API's smallest thinking budget
+def active_searches(user) -> int:
+    """The person's searches queued or running: what their search cap counts (evaluation/scheduling.py)."""
+    return Search.objects.filter(created_by=user, status__in=Search.ACTIVE).count()
 
 
-SEARCH_FORK_OVERRIDES = set(SEARCH_KNOB_LIMITS) | {
-    "proposer", "model", "effort", "device", "allow_library", "max_candidates", "max_tokens", "max_cost_usd", "name",
-    "language", "agent_mode", "seed_from_team", "stop_points_per_dollar", "private", *Search.STEP_MODELS.values(),
-}
+def search_usage(user) -> dict:
+    """What the person has waiting, against the caps (the 429 page and the header show it)."""
+    return scheduling.usage(user, active_searches)
 
 
-SEARCH_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the Messages API's output_config.effort
+# What a fork may change: every setting (searches/config.py).
+SEARCH_FORK_OVERRIDES = frozenset(CONFIG.names)
 
 
 def _search_check_knobs(knobs: dict) -> None:
-    for key, (low, high) in SEARCH_KNOB_LIMITS.items():
-        value = knobs.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number from {low} to {high} (got {value!r}).",
-                                  code=key)
-    for key in ("max_candidates", "max_tokens"):
-        value = knobs.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ValidationError(f"{key.replace('_', ' ')} must be a whole number of at least 1, or empty for no limit.",
-                                  code=key)
-    cost = knobs.get("max_cost_usd")
-    if cost is not None and not (isinstance(cost, (int, float)) and 0 < cost < float("inf")):
-        raise ValidationError("max cost (USD) must be a positive amount, or empty for no limit.", code="max_cost_usd")
+    """Each setting within its limits (searches/config.py), the device known and the language fitting it."""
+    for key, why in CONFIG.refusals(knobs):
+        raise ValidationError(why, code=key)
     if knobs.get("device") not in Device.values:
         raise ValidationError(f"Unknown device {knobs.get('device')!r}: choose one of {', '.join(Device.values)}.",
-                           code="device")
+                              code="device")
     language = knobs.get("language")
-    if language and (language not in LANGUAGES or LANGUAGES[language][1] != knobs.get("device")):
+    if language and LANGUAGES[language][1] != knobs.get("device"):
         fits = [key for key, (_, device, _) in LANGUAGES.items() if device == knobs.get("device")]
         raise ValidationError(f"Language {language!r} does not fit a {knobs.get('device')} search: choose one of "
                               f"{', '.join(fits)}, or leave it empty for the device's default.", code="language")
-    if 0 < (knobs.get("thinking_tokens") or 0) < THINKING_LEAST:
-        raise ValidationError(f"A thinking budget is at least {THINKING_LEAST} tokens (or 0: no thinking).",
-                              code="thinking_tokens")
-    stop = knobs.get("stop_points_per_dollar", 0)
-    if not isinstance(stop, (int, float)) or isinstance(stop, bool) or not 0 <= stop <= STOP_POINTS_PER_DOLLAR_MAX:
-        raise ValidationError("the gain-per-dollar stop must be a number of points per dollar from 0 (off) to "
-                              f"{STOP_POINTS_PER_DOLLAR_MAX:g}.", code="stop_points_per_dollar")
-    if knobs.get("effort") and knobs["effort"] not in SEARCH_EFFORTS:
-        raise ValidationError(f"Unknown effort {knobs['effort']!r}: choose one of {', '.join(SEARCH_EFFORTS)}, or leave "
-                           "it empty for the model's default.", code="effort")
 
 
 def _search_check_startable(*, problem: Problem, proposer: str, device: str) -> None:
@@ -98,39 +66,39 @@ def _search_check_startable(*, problem: Problem, proposer: str, device: str) -> 
 
 
 @transaction.atomic
-def search_start(*, problem: Problem, user, proposer: str, model: str = "", device: str, rounds: int,
-                 parents_per_round: int, ideas_per_parent: int, kernels_per_idea: int, bank_size: int = 2,
-                 allow_library: bool = False, max_candidates: int | None = None, max_tokens: int | None = None,
-                 max_cost_usd: float | None = None, name: str = "", effort: str = "",
-                 repair_attempts: int = 1, profiled_kernels: int = 2, language: str = "", stale_rounds: int = 0,
-                 sol_stop_percent: int = 0, thinking_tokens: int = 0, ideas_model: str = "", kernel_model: str = "",
-                 repair_model: str = "", prior_weight: int = 50, seed_from_team: bool = False,
-                 stop_points_per_dollar: float = 0.0, private: bool = False, agent_mode: bool = False,
-                 agent_tool_calls: int = 4) -> Search:
-    """Create a search and queue its first step. Refuses, with the reason, a problem that is not
-    validated or a proposer that cannot serve it. With `seed_from_team`, the best trusted kernels of
-    similar problems are judged on this one first, and its first ideas call offers the playbook's menu."""
-    knobs = dict(rounds=rounds, parents_per_round=parents_per_round, ideas_per_parent=ideas_per_parent,
-                 kernels_per_idea=kernels_per_idea, bank_size=bank_size, repair_attempts=repair_attempts,
-                 profiled_kernels=profiled_kernels, max_candidates=max_candidates, max_tokens=max_tokens,
-                 max_cost_usd=max_cost_usd, device=device, language=language or "", stale_rounds=stale_rounds,
-                 sol_stop_percent=sol_stop_percent, thinking_tokens=thinking_tokens or 0, prior_weight=prior_weight,
-                 stop_points_per_dollar=stop_points_per_dollar or 0.0, agent_tool_calls=agent_tool_calls)
-    _search_check_knobs({**knobs, "effort": effort})
+def search_start(*, problem: Problem, user, proposer: str, device: str, **values) -> Search:
+    """Create a search and queue its first step; a setting left out takes its default (searches/config.py).
+    Refuses, with the reason, a setting outside its limits, a problem that is not validated or a proposer
+    that cannot serve it. With `seed_from_team`, the best trusted kernels of similar problems are judged on
+    this one first, and its first ideas call offers the playbook's menu."""
+    knobs = CONFIG.complete({**values, "proposer": proposer, "device": device})
+    knobs.update(language=knobs["language"] or "", effort=knobs["effort"] or "",
+                 thinking_tokens=knobs["thinking_tokens"] or 0,
+                 stop_points_per_dollar=knobs["stop_points_per_dollar"] or 0.0)
+    _search_check_knobs(knobs)
     _search_check_startable(problem=problem, proposer=proposer, device=device)
-    require_search_room(user)  # OverQuota past the person's cap on searches queued or running
-    search = Search.objects.create(
-        problem=problem, created_by=user, proposer=proposer, name=(name or "").strip()[:200],
-        model=(model or (settings.ANTHROPIC_MODEL if proposer == Search.Proposer.ANTHROPIC else ""))[:100],
-        effort=effort or "", allow_library=bool(allow_library), ideas_model=(ideas_model or "")[:100],
-        kernel_model=(kernel_model or "")[:100], repair_model=(repair_model or "")[:100],
-        seed_from_team=bool(seed_from_team), private=bool(private), agent_mode=bool(agent_mode), **knobs,
-    )
+    scheduling.require_search_room(user, active_searches)  # OverQuota past the person's cap on searches queued or running
+    search = Search.objects.create(problem=problem, created_by=user, **_search_row(knobs))
     if search.seed_from_team:
         _search_seed_from_team(search)
     events.publish_search_status(search)
     kick(search.id)
     return search
+
+
+def _search_row(knobs: dict) -> dict:
+    """The settings as the Search row keeps them: text cut to its field, flags as booleans, and the
+    configured model for a proposer that takes one and was given none."""
+    row = dict(knobs)
+    for setting in CONFIG:
+        if setting.type is bool:
+            row[setting.name] = bool(row[setting.name])
+        elif setting.type is str and setting.max_length:
+            text = row[setting.name] or ""
+            row[setting.name] = (text.strip() if setting.name == "name" else text)[:setting.max_length]
+    if not row["model"] and capabilities(row["proposer"]).model_setting:
+        row["model"] = getattr(settings, capabilities(row["proposer"]).model_setting)
+    return row
 
 
 def _search_seed_from_team(search: Search) -> None:
@@ -175,7 +143,7 @@ def search_resume(*, search: Search, user) -> Search:
         raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
     _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
     try:
-        require_search_room(search.created_by)  # it runs as its starter's again
+        scheduling.require_search_room(search.created_by, active_searches)  # it runs as its starter's again
     except OverQuota as refusal:  # said on the search page, where Resume was pressed
         raise ValidationError(refusal.message, code="cap") from refusal
     search.status = Search.Status.RUNNING
@@ -251,14 +219,12 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
         raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
     _search_check_knobs(knobs)
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
-    if knobs["proposer"] == Search.Proposer.ANTHROPIC and not knobs.get("model"):
-        knobs["model"] = settings.ANTHROPIC_MODEL
-    require_search_room(user)
-    fork = Search.objects.create(
-        problem=search.problem, created_by=user, forked_from=search, forked_from_kernel=starts[0],
-        # Named for its source unless a name was given (the knobs carry the source's own name).
-        **{**knobs, "name": (overrides.get("name") or f"{str(search)[:193]} (fork)")[:200]},
-    )
+    scheduling.require_search_room(user, active_searches)
+    row = _search_row(knobs)
+    # Named for its source unless a name was given (the knobs carry the source's own name).
+    row["name"] = (overrides.get("name") or f"{str(search)[:193]} (fork)")[:CONFIG.name.max_length]
+    fork = Search.objects.create(problem=search.problem, created_by=user, forked_from=search,
+                                 forked_from_kernel=starts[0], **row)
     copies: dict[int, Kernel] = {}
     parents = [_search_copy_path(fork, kernel, copies).id for kernel in starts]
     fork.current_round = 1
@@ -309,7 +275,7 @@ def idea_add(*, search: Search, user, parent_kernel: Kernel, title: str, descrip
     search = _search_locked(search)
     if search.status in Search.FINISHED:
         raise ValidationError(f"This search has ended ({search.status}); fork it to try a new idea.", code="status")
-    if search.proposer == Search.Proposer.PLAYBOOK:
+    if not capabilities(search.proposer).people_ideas:
         raise ValidationError(
             "This search uses the built-in playbook, which only implements its own ideas: a new idea needs an LLM "
             "to write it. Fork the search with the Anthropic proposer, or submit a hand-written kernel.",

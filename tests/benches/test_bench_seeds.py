@@ -2,10 +2,15 @@
 a playbook search on each at once, and one row per problem whose figures are the stored ones."""
 
 import json
+import re
 import sqlite3
 
 import pytest
+from django.core.management import CommandError
 
+from benches import seeds
+from benches.management.commands.bench_seeds import Command as BenchSeedsCommand
+from searches.config import SEARCH_CONFIG as CONFIG
 from tests.searches.engine_env import env_for, manage
 
 
@@ -36,3 +41,31 @@ def test_seed_searches_report_the_stored_best_kernel_of_each_problem(tmp_path):
             assert lo <= row["paired_speedup_vs_eager"] <= hi
             assert f"{row['best_ms']:.4f} [{low:.4f}, {high:.4f}]" in result.stdout
     assert "load average:" in result.stdout
+
+
+def test_bench_seeds_reads_the_tree_shape_from_the_settings():
+    parser = BenchSeedsCommand().create_parser("manage.py", "bench_seeds")
+    found = {action.dest: action for action in parser._actions}
+    for name in seeds.SHAPE:
+        assert found[name].option_strings == list(CONFIG[name].flags)
+        assert found[name].default == seeds.SHAPE_DEFAULTS.get(name, CONFIG[name].default)
+    assert seeds.SHAPE_DEFAULTS == {"rounds": 3}  # docs/BENCHMARKS.md reports bench_seeds at three rounds
+    options = vars(parser.parse_args(["--parents", "1", "--ideas", "1", "--kernels", "1", "--rounds", "1"]))
+    assert {name: options[name] for name in seeds.SHAPE} == dict.fromkeys(seeds.SHAPE, 1)
+    with pytest.raises(CommandError, match=re.escape(CONFIG.rounds.limits)):
+        parser.parse_args(["--rounds", "0"])
+
+
+def test_bench_seeds_hands_its_tree_shape_to_its_child(monkeypatch):
+    from benches.management.commands import bench_seeds
+
+    command = BenchSeedsCommand()
+    parser = command.create_parser("manage.py", "bench_seeds")
+    given = {}
+    monkeypatch.setattr(bench_seeds, "rerun_on_database", lambda name, arguments, device, database:
+                        given.setdefault("arguments", arguments) and 0)
+    opts = vars(parser.parse_args(["--device", "cpu", "--parents", "1", "--kernels", "4"]))
+    command._in_child(opts)
+    child = vars(parser.parse_args(given["arguments"] + ["--here"]))
+    assert {name: child[name] for name in seeds.SHAPE} == {
+        "rounds": 3, "parents_per_round": 1, "ideas_per_parent": 3, "kernels_per_idea": 4}

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand
 from benches import seeds
 from searches.foreground import problem_for, queue_validation, validated
 from benches.harness import bench_worker, rerun_on_database
+from searches.config import SEARCH_CONFIG as CONFIG
 from searches.models import Device
 
 
@@ -30,10 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--keys", default="", help="comma-separated catalog keys (default: the seed problems "
                                                         f"of the device: {', '.join(seeds.GPU_SEEDS)} on cuda; "
                                                         f"{', '.join(seeds.CPU_SEEDS)} on cpu)")
-        parser.add_argument("--rounds", type=int, default=3, help="R: rounds after the starting kernel (default 3)")
-        parser.add_argument("--parents", type=int, default=2, help="B: parents per round (default 2)")
-        parser.add_argument("--ideas", type=int, default=3, help="I: ideas per parent (default 3)")
-        parser.add_argument("--kernels", type=int, default=2, help="K: kernels per idea (default 2)")
+        CONFIG.add_arguments(parser, seeds.SHAPE, defaults=seeds.SHAPE_DEFAULTS)
         parser.add_argument("--max-seconds", type=float, default=1800.0,
                             help="pause the searches still running after this long (default 1800)")
         parser.add_argument("--jobs-in-flight", type=int, default=None, help="default RUNNER_JOBS_IN_FLIGHT")
@@ -49,15 +47,15 @@ class Command(BaseCommand):
         device = opts["device"]
         keys = [k for k in opts["keys"].split(",") if k] or list(seeds.GPU_SEEDS if device == "cuda" else seeds.CPU_SEEDS)
         worker = bench_worker("bench_seeds", "seeds", device, opts["pool_size"], opts["jobs_in_flight"])
-        shape = {"rounds": opts["rounds"], "parents_per_round": opts["parents"], "ideas_per_parent": opts["ideas"],
-                 "kernels_per_idea": opts["kernels"]}
+        shape = CONFIG.from_options(opts, seeds.SHAPE)
         with worker:
             problems = [problem_for(key, self.stderr.write) for key in keys]
             for problem in problems:  # queued together: the evaluator validates several at once
                 queue_validation(problem)
             problems = [validated(problem, worker, self.stderr.write) for problem in problems]
-            self.stderr.write(f"Searching {len(problems)} problems on {device}: R={opts['rounds']} "
-                              f"B={opts['parents']} I={opts['ideas']} K={opts['kernels']}…")
+            self.stderr.write(f"Searching {len(problems)} problems on {device}: R={shape['rounds']} "
+                              f"B={shape['parents_per_round']} I={shape['ideas_per_parent']} "
+                              f"K={shape['kernels_per_idea']}…")
             searches = seeds.run(problems=problems, worker=worker, shape=shape, max_seconds=opts["max_seconds"])
         rows = [seeds.row(search) for search in searches]
         for line in seeds.table(rows):
@@ -67,8 +65,7 @@ class Command(BaseCommand):
 
     def _in_child(self, opts) -> int:
         arguments = ["--device", opts["device"]]
-        for name in ("keys", "rounds", "parents", "ideas", "kernels", "max_seconds", "jobs_in_flight", "pool_size",
-                     "json"):
+        for name in ("keys", *seeds.SHAPE, "max_seconds", "jobs_in_flight", "pool_size", "json"):
             if opts[name] not in ("", None):
                 arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
         return rerun_on_database("bench_seeds", arguments, opts["device"], opts["database"])

@@ -66,4 +66,44 @@ __device__ __forceinline__ void wg_mma(float (&d)[48], const unsigned (&a)[4], u
         : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(SCALE_D));
 }
+// 3xTF32's two steps, shared by the matmul and the convolution. A fragment of A (four values) split into
+// tf32 hi = tf32(v) and lo = tf32(v - hi), pinned in registers before the asynchronous window.
+__device__ __forceinline__ void wg_split(const float (&v)[4], unsigned (&hi)[4], unsigned (&lo)[4]) {
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        hi[q] = wg_tf32(v[q]);
+        lo[q] = wg_tf32(v[q] - __uint_as_float(hi[q]));
+        wg_pin(hi[q]);
+        wg_pin(lo[q]);
+    }
+}
+// Group h of a 32-deep k-tile's four k-steps, issued and committed: part = lo*hi + hi*lo + hi*hi over the
+// group's FLUSH k-steps, from zero. b_hi, b_lo: the stage's B tiles; k-step s starts 32 bytes further into
+// each 128-byte row (the swizzle applies on top). The caller waits, then adds part with wg_accumulate.
+template <int FLUSH_STEPS, int N>
+__device__ __forceinline__ void wg_mma_3xtf32(float (&part)[N], const unsigned (&a_hi)[4][4],
+                                              const unsigned (&a_lo)[4][4], unsigned b_hi, unsigned b_lo, int h) {
+    #pragma unroll
+    for (int i = 0; i < N; ++i) wg_pin(part[i]);
+    wg_fence();
+    #pragma unroll
+    for (int s = h * FLUSH_STEPS; s < (h + 1) * FLUSH_STEPS; ++s) {
+        if (s == h * FLUSH_STEPS)
+            wg_mma<0>(part, a_lo[s], wg_desc(b_hi + 32 * s));
+        else
+            wg_mma<1>(part, a_lo[s], wg_desc(b_hi + 32 * s));
+        wg_mma<1>(part, a_hi[s], wg_desc(b_lo + 32 * s));
+        wg_mma<1>(part, a_hi[s], wg_desc(b_hi + 32 * s));
+    }
+    wg_commit();
+}
+// The group's partial into the fp32 accumulators with ordinary FADDs (the tensor cores truncate their sums).
+template <int N>
+__device__ __forceinline__ void wg_accumulate(float (&acc)[N], float (&part)[N]) {
+    #pragma unroll
+    for (int i = 0; i < N; ++i) {
+        wg_pin(part[i]);
+        acc[i] += part[i];
+    }
+}
 #endif

@@ -147,42 +147,19 @@ extern "C" __global__ void __launch_bounds__(256, 1)
             const int k = kt * CW_BK + 8 * s + t, o0 = taps[k], o1 = taps[k + 4];
             const float v[4] = {o0 >= 0 ? xs[corner0 + o0] : 0.0f, o0 >= 0 ? xs[corner1 + o0] : 0.0f,
                                 o1 >= 0 ? xs[corner0 + o1] : 0.0f, o1 >= 0 ? xs[corner1 + o1] : 0.0f};
-            #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                a_hi[s][q] = wg_tf32(v[q]);
-                a_lo[s][q] = wg_tf32(v[q] - __uint_as_float(a_hi[s][q]));
-                wg_pin(a_hi[s][q]);
-                wg_pin(a_lo[s][q]);
-            }
+            wg_split(v, a_hi[s], a_lo[s]);
         }
         const unsigned hi = ring + stage * CW_STAGE_BYTES, lo = hi + CW_B_BYTES;
         #pragma unroll
         for (int h = 0; h < 4 / FLUSH; ++h) {
-            #pragma unroll
-            for (int i = 0; i < 48; ++i) wg_pin(part[i]);
-            wg_fence();
-            #pragma unroll
-            for (int s = h * FLUSH; s < (h + 1) * FLUSH; ++s) {
-                // k-step s starts 32 bytes further into each 128-byte row (the swizzle applies on top)
-                if (s == h * FLUSH)
-                    wg_mma<0>(part, a_lo[s], wg_desc(hi + 32 * s));
-                else
-                    wg_mma<1>(part, a_lo[s], wg_desc(hi + 32 * s));
-                wg_mma<1>(part, a_hi[s], wg_desc(lo + 32 * s));
-                wg_mma<1>(part, a_hi[s], wg_desc(hi + 32 * s));
-            }
-            wg_commit();
+            wg_mma_3xtf32<FLUSH>(part, a_hi, a_lo, hi, lo, h);
             if (h == 0) {  // the next step's copies run under this step's tensor-core work
                 const int next = step + STAGES - 1;
                 if (next < steps) load(next % STAGES);
                 wg_copies_commit();
             }
             wg_wait_all();
-            #pragma unroll
-            for (int i = 0; i < 48; ++i) {
-                wg_pin(part[i]);
-                acc[i] += part[i];
-            }
+            wg_accumulate(acc, part);
         }
         if (++kt < tiles_k) continue;
 

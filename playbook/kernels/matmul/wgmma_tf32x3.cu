@@ -107,42 +107,19 @@ extern "C" __global__ void __launch_bounds__(256, 1)
         #pragma unroll
         for (int s = 0; s < 4; ++s) {
             const float x[4] = {as[8 * s], as[8 * WG_A_STRIDE + 8 * s], as[8 * s + 4], as[8 * WG_A_STRIDE + 8 * s + 4]};
-            #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                a_hi[s][j] = wg_tf32(x[j]);
-                a_lo[s][j] = wg_tf32(x[j] - __uint_as_float(a_hi[s][j]));
-                wg_pin(a_hi[s][j]);
-                wg_pin(a_lo[s][j]);
-            }
+            wg_split(x, a_hi[s], a_lo[s]);
         }
         const unsigned hi = ring + stage * WG_STAGE_BYTES, lo = hi + WG_B_BYTES;
         #pragma unroll
         for (int h = 0; h < 4 / FLUSH; ++h) {
-            #pragma unroll
-            for (int i = 0; i < 64; ++i) wg_pin(part[i]);
-            wg_fence();
-            #pragma unroll
-            for (int s = h * FLUSH; s < (h + 1) * FLUSH; ++s) {
-                // k-step s starts 32 bytes further into each 128-byte row (the swizzle applies on top)
-                if (s == h * FLUSH)
-                    wg_mma<0>(part, a_lo[s], wg_desc(hi + 32 * s));
-                else
-                    wg_mma<1>(part, a_lo[s], wg_desc(hi + 32 * s));
-                wg_mma<1>(part, a_hi[s], wg_desc(lo + 32 * s));
-                wg_mma<1>(part, a_hi[s], wg_desc(hi + 32 * s));
-            }
-            wg_commit();
+            wg_mma_3xtf32<FLUSH>(part, a_hi, a_lo, hi, lo, h);
             if (h == 0) {  // the next tile's copies run under this tile's tensor-core work
                 const int next = kt + STAGES - 1;
                 if (next < tiles_k) load(next % STAGES, next);
                 wg_copies_commit();
             }
             wg_wait_all();
-            #pragma unroll
-            for (int i = 0; i < 64; ++i) {
-                wg_pin(part[i]);
-                acc[i] += part[i];
-            }
+            wg_accumulate(acc, part);
         }
     }
     wg_copies_wait<0>();

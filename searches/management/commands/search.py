@@ -16,55 +16,33 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.models import EvaluationJob
 from evaluation.worker import NameInUse, check_name_free, default_name
+from proposers import registry
+from proposers.registry import capabilities
 from searches import selectors, services
+from searches.config import SEARCH_CONFIG as CONFIG
 from searches.foreground import Engines, EvaluatorChild, problem_for, validated
-from searches.models import Device, EvaluationJob, Kernel, Search
+from searches.models import Device, Kernel, Search
 
 
 class Command(BaseCommand):
     help = ("Run a kernel search on PROBLEM (a catalog key such as softmax-cpu, a problem code, or an id) in the "
             "foreground and print the leaderboard.")
 
+    # Where this command's default differs from the setting's (searches/config.py), and why: a search run
+    # from a shell takes the problem's own device, and the LLM when this process holds its key.
+    DEFAULT_OVERRIDES = {"device": None, "proposer": None}
+
     def add_arguments(self, parser):
         parser.add_argument("problem", help="catalog key, problem code (UUID) or id")
-        parser.add_argument("--rounds", type=int, default=3, help="R: rounds after the starting kernel (default 3)")
-        parser.add_argument("--parents", type=int, default=2, help="B: parents per round (default 2)")
-        parser.add_argument("--ideas", type=int, default=3, help="I: ideas per parent (default 3)")
-        parser.add_argument("--kernels", type=int, default=2, help="K: kernels per idea (default 2)")
-        parser.add_argument("--bank", type=int, default=2, help="extra good earlier kernels as parents (default 2)")
-        parser.add_argument("--repairs", type=int, default=1,
-                            help="repair turns per failed kernel, any failure verdict (default 1)")
-        parser.add_argument("--profiled-kernels", type=int, default=2,
-                            help="a round's fastest kernels whose profile the next ideas calls see (default 2)")
-        parser.add_argument("--language", default="", help="cuda_nvrtc, cuda_inline, triton or c (default: the device's)")
-        parser.add_argument("--stale-rounds", type=int, default=0,
-                            help="stop after this many rounds without a faster kernel (default 0: off)")
-        parser.add_argument("--device", choices=Device.values, default=None,
-                            help="target device (default: the problem's)")
-        parser.add_argument("--proposer", choices=Search.Proposer.values, default=None,
-                            help="default: anthropic when ANTHROPIC_API_KEY is set, else playbook")
-        parser.add_argument("--model", default="", help=f"LLM model (default {settings.ANTHROPIC_MODEL})")
-        for step in ("ideas", "kernel", "repair"):
-            parser.add_argument(f"--{step}-model", default="", help=f"LLM model of the {step} calls (default: --model)")
-        parser.add_argument("--effort", default="", help="LLM effort: low, medium, high, xhigh or max")
-        parser.add_argument("--thinking", type=int, default=0,
-                            help="LLM thinking budget in tokens before each reply (default 0: off; at least 1024)")
-        parser.add_argument("--agent-mode", action="store_true",
-                            help="LLM kernel calls may compile, check and profile drafts (runner jobs) before submitting")
-        parser.add_argument("--agent-tool-calls", type=int, default=4,
-                            help="agent mode: tool calls per kernel call (default 4); each counts as a candidate")
-        parser.add_argument("--allow-library", action="store_true", help="allow library calls in kernels")
-        parser.add_argument("--max-candidates", type=int, default=None, help="budget: candidates")
-        parser.add_argument("--max-tokens", type=int, default=None, help="budget: LLM tokens")
-        parser.add_argument("--max-cost", type=float, default=None, help="budget: LLM cost in USD")
-        parser.add_argument("--prior-weight", type=int, default=50,
-                            help="%% the team's priors may steer the ideas (0: the bank off; default 50)")
-        parser.add_argument("--seed-from-team", action="store_true",
-                            help="judge similar problems' best kernels first; offer the playbook's recipes")
-        parser.add_argument("--stop-points-per-dollar", type=float, default=0.0,
-                            help="stop when the last 2 rounds bought fewer %% points of speedup per dollar (0: never)")
-        parser.add_argument("--name", default="", help="a name for the search")
+        keyed = ", ".join(f"{name} when {capabilities(name).api_key} is set" for name in registry.names(offline=False))
+        CONFIG.add_arguments(parser, defaults=self.DEFAULT_OVERRIDES,
+                             choices={"device": Device.values, "proposer": Search.Proposer.values},
+                             helps={"device": "target device (default: the problem's)",
+                                    "proposer": f"default: {keyed}, else {CONFIG.proposer.default}",
+                                    "model": f"LLM model (default {settings.ANTHROPIC_MODEL})",
+                                    "name": "a name for the search (default: headless PROBLEM)"})
         parser.add_argument("--pool-size", type=int, default=None, help="warm sandboxes (default RUNNER_POOL_SIZE)")
         parser.add_argument("--top", type=int, default=10, help="leaderboard rows to print (default 10)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -72,7 +50,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         problem = problem_for(opts["problem"], self.stderr.write)
         device = opts["device"] or problem.device
-        proposer = opts["proposer"] or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "playbook")
+        proposer = opts["proposer"] or next((name for name in registry.names(offline=False)
+                                             if os.environ.get(capabilities(name).api_key)), CONFIG.proposer.default)
         worker = EvaluatorChild(name=default_name(device) + "-search", device=device,
                                 pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE)
         try:
@@ -89,20 +68,9 @@ class Command(BaseCommand):
         problem = validated(problem, worker, self.stderr.write)
         with Engines() as engine:
             try:
-                search = services.search_start(
-                    problem=problem, user=None, proposer=proposer, model=opts["model"], effort=opts["effort"],
-                    device=device, rounds=opts["rounds"], parents_per_round=opts["parents"],
-                    ideas_per_parent=opts["ideas"], kernels_per_idea=opts["kernels"], bank_size=opts["bank"],
-                    repair_attempts=opts["repairs"], profiled_kernels=opts["profiled_kernels"],
-                    allow_library=opts["allow_library"],
-                    language=opts["language"], stale_rounds=opts["stale_rounds"], max_candidates=opts["max_candidates"], max_tokens=opts["max_tokens"],
-                    max_cost_usd=opts["max_cost"], name=opts["name"] or f"headless {problem.name}",
-                    thinking_tokens=opts["thinking"], ideas_model=opts["ideas_model"],
-                    kernel_model=opts["kernel_model"], repair_model=opts["repair_model"],
-                    agent_mode=opts["agent_mode"], agent_tool_calls=opts["agent_tool_calls"],
-                    prior_weight=opts["prior_weight"], seed_from_team=opts["seed_from_team"],
-                    stop_points_per_dollar=opts["stop_points_per_dollar"],
-                )
+                values = CONFIG.from_options(opts)
+                values.update(proposer=proposer, device=device, name=opts["name"] or f"headless {problem.name}")
+                search = services.search_start(problem=problem, user=None, **values)
             except ValidationError as error:
                 raise CommandError(" ".join(error.messages)) from None
             engine.start(search.id)
