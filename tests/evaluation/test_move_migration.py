@@ -30,6 +30,10 @@ def check(moved: dict) -> None:
     counts = {name: len(rows) for name, rows in before["rows"].items()}
     assert counts == {"Problem": 1, "Search": 1, "Idea": 1, "Kernel": 3, "EvaluationJob": 5, "BenchmarkRun": 3,
                       "ShareLink": 1, "SearchEvent": 1, "ProblemEvent": 1}
+    # Problems' and searches' last_event_seq left for live's stream counters (tests/live/test_events_move.py)
+    for name in ("Problem", "Search"):
+        for row in before["rows"][name]:
+            row.pop("last_event_seq")
     assert after["rows"] == before["rows"]  # every row, every field value, every foreign key id
     assert after["workers"] == before["workers"] and len(after["workers"]) == 2  # the evaluators
     assert after["tables"] == before["tables"] == {"EvaluationJob": "searches_evaluationjob",
