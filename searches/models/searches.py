@@ -93,7 +93,6 @@ class Search(models.Model):
     forked_from_kernel = models.ForeignKey(
         "Kernel", null=True, blank=True, on_delete=models.SET_NULL, related_name="forked_searches"
     )
-    last_event_seq = models.PositiveBigIntegerField(default=0)
     # Engine bookkeeping (searches/engine/loop.py): the parents chosen when each round started
     # ({"1": [kernel ids], ...}), and a lease so only one orchestrator advances a search at a time.
     round_parents = models.JSONField(default=dict, blank=True)
