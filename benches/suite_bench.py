@@ -20,9 +20,10 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 import runner
+from evaluation.models import EvaluationJob
 from searches import selectors, services
 from searches.foreground import Engines, EvaluatorChild
-from searches.models import Device, EvaluationJob, Problem, Search, Suite
+from searches.models import Device, Problem, Search, Suite
 from searches.problem_memory import input_bytes
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernelbench"

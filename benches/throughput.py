@@ -12,9 +12,10 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob
 from searches import services
 from searches.foreground import Engines, EvaluatorChild
-from searches.models import BenchmarkRun, EvaluationJob, Problem, Search
+from searches.models import BenchmarkRun, Problem, Search
 
 # (label, key in a run's `phases`); queue wait comes from the job's timestamps instead.
 PHASES = (("compile", "build_s"), ("device wait", "device_wait_s"), ("correctness", "correctness_s"),

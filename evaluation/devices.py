@@ -7,7 +7,8 @@ import logging
 from django.db import OperationalError
 
 from runner import devicefacts
-from searches.models import Worker
+
+from .models import Worker
 
 log = logging.getLogger(__name__)
 

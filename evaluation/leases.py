@@ -18,9 +18,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from searches.models import EvaluationJob, Worker
-from searches.services.jobs import job_fail
-
+from . import queue
+from .models import EvaluationJob, Worker
 
 # A job builds for long on the host before it needs the device: a C++/CUDA extension of its kernel, or
 # a validation (torch.compile's baseline). The rest (NVRTC, cupy, Triton, plain C) ask for it at once.
@@ -90,7 +89,7 @@ def _count_dead_holder(job: EvaluationJob) -> None:
 
 def _fail(job: EvaluationJob, reason: str) -> None:
     job.save(update_fields=["attempts", "infra_attempts"])  # the counts it failed with, kept
-    job_fail(job=job, reason=reason)
+    queue.fail(job, reason)
 
 
 def _infra_gave_up(job: EvaluationJob) -> str:
@@ -144,7 +143,7 @@ def release(job: EvaluationJob, worker_name: str, *, error: str = "", count_atte
         if fresh is None:
             return False
         if count_attempt and fresh.attempts >= fresh.max_attempts:
-            job_fail(job=fresh, reason=error or f"gave up after {fresh.attempts} attempts")
+            queue.fail(fresh, error or f"gave up after {fresh.attempts} attempts")
             return True
         if error:
             fresh.last_error = error

@@ -1,19 +1,21 @@
 """The queue of evaluation jobs: every sandboxed run (problem validation, kernel evaluation)
 is an EvaluationJob row, queued here by the services and the engine and claimed by workers
-(evaluation.leases), highest priority class first (searches/services/scheduling.py)."""
+(evaluation.leases), highest priority class first (evaluation/scheduling.py).
+
+The problems, kernels and searches are the caller's objects (the `searches` app's): this module reads
+the fields it needs from them and never imports their classes."""
 
 from django.conf import settings
 from django.utils import timezone
 
-from searches.models import EvaluationJob, Kernel, Problem, Search
-from searches.services import scheduling
-from searches.services.scheduling import Priority
+from . import scheduling, sink
+from .models import EvaluationJob
+from .scheduling import Priority
 
 
-def enqueue_validation(problem: Problem, *, priority: Priority = Priority.INTERACTIVE,
-                       requested_by=None) -> EvaluationJob:
+def enqueue_validation(problem, *, priority: Priority = Priority.INTERACTIVE, requested_by=None) -> EvaluationJob:
     """A problem's validation; `requested_by` (a person) counts it against their cap, and OverQuota
-    refuses it when they are at the cap (searches/services/scheduling.py)."""
+    refuses it when they are at the cap (evaluation/scheduling.py)."""
     scheduling.require_job_room(requested_by)
     return EvaluationJob.objects.create(
         problem=problem,
@@ -25,7 +27,7 @@ def enqueue_validation(problem: Problem, *, priority: Priority = Priority.INTERA
     )
 
 
-def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARCH, seed=None,
+def enqueue_kernel(kernel, *, purpose: str = EvaluationJob.Purpose.SEARCH, seed=None,
                    priority: Priority = Priority.SEARCH, options: dict | None = None,
                    requested_by=None) -> EvaluationJob:
     """A kernel's evaluation; the engine's own candidates have no `requested_by` and no cap."""
@@ -44,7 +46,7 @@ def enqueue_kernel(kernel: Kernel, *, purpose: str = EvaluationJob.Purpose.SEARC
     )
 
 
-def enqueue_tool(search: Search, *, tool: str, source: str) -> EvaluationJob:
+def enqueue_tool(search, *, tool: str, source: str) -> EvaluationJob:
     """An agent's tool run on a draft (compile, check or profile): no kernel row, one attempt, and
     ahead of search candidates, since a model's call waits on it."""
     return EvaluationJob.objects.create(
@@ -64,8 +66,16 @@ def pending_for_search(search_id: int):
 
 
 def mark_failed(job: EvaluationJob, reason: str) -> None:
-    """The job's own row only; `searches.services.jobs.job_fail` also tells its owner."""
+    """The job's own row only; `fail` also tells its owner."""
     job.status = EvaluationJob.Status.FAILED
     job.last_error = reason
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "last_error", "finished_at"])
+
+
+def fail(job: EvaluationJob, reason: str, reason_code: str = "") -> None:
+    """Fail the job for good and tell its owner through the sink (its problem or kernel learns why).
+    Call inside a transaction: with no sink registered it raises NoSink and the row is not failed."""
+    owner = sink.current()
+    mark_failed(job, reason)
+    owner.job_failed(job, reason, reason_code)

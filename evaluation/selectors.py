@@ -7,9 +7,12 @@ from django.db.models import Count, F, IntegerField, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from searches.models import Device, EvaluationJob, Kernel, Worker
+from .models import Device, EvaluationJob, Worker
 
 WORKER_SEEN_WITHIN = timedelta(minutes=2)
+# The reason code a kernel's failure carries when its search's cancellation dropped its job (the kernel
+# model's CANCELLED): such a job was never judged, so the queue does not count it as a failure.
+CANCELLED = "cancelled"
 
 
 def evaluator_seen(device: str) -> bool:
@@ -149,7 +152,7 @@ def _job_state(state: str, now) -> Q:
     if state == "running":
         return Q(status=EvaluationJob.Status.LEASED)
     return (Q(status=EvaluationJob.Status.FAILED, finished_at__gte=now - JOB_FAILURES_WINDOW)
-            & ~Q(kernel__reason_code=Kernel.CANCELLED))
+            & ~Q(kernel__reason_code=CANCELLED))
 
 
 def job_list(*, device: str, state: str, now=None) -> list[EvaluationJob]:

@@ -7,9 +7,8 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from searches.models import Device
-
 from . import selectors
+from .models import Device
 
 
 @login_required

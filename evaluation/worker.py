@@ -2,7 +2,9 @@
 
 One worker per GPU (or one for the CPU). It never executes problem or kernel code itself and
 never imports torch or cupy: `runner.Pool` runs every job in a fresh sandbox process. While a
-job runs, a thread renews its lease; a heartbeat goes to the Worker table. SIGTERM (or Ctrl-C)
+job runs, a thread renews its lease; a heartbeat goes to the Worker table. What a job comes to (its
+verdict, its failure, its phases) goes to the sink its owner registered (evaluation/sink.py); with
+none registered the worker refuses to start. SIGTERM (or Ctrl-C)
 stops it cleanly: a running job is handed back to the queue without using up an attempt.
 A worker that is SIGKILLed never reports: its heartbeat goes stale (or it restarts under the
 same name, which frees its old leases at once) and the job is claimed again, counting an attempt
@@ -25,12 +27,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from lib.leases import LeaseRenewer
-from searches import services
-from searches.engine.kick import rekick_stalled
-from searches.models import EvaluationJob, Worker as WorkerRow
 
-from . import leases
+from . import leases, queue, sink
 from .devices import record_device_facts
+from .models import EvaluationJob
+from .models import Worker as WorkerRow
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class EvaluationWorker:
         `should_stop`: a callable checked between jobs (the foreground search command)."""
         import runner  # the sandbox pool; runner itself keeps torch out of this process
 
+        sink.current()  # NoSink: nothing would take the verdicts, so claim nothing
         check_name_free(self.name)
         self._install_signal_handlers()
         freed = leases.expire_leases_of(self.name)
@@ -194,6 +196,14 @@ class EvaluationWorker:
     # --- one job -------------------------------------------------------------------------------
 
     def run_job(self, pool, job: EvaluationJob) -> None:
+        try:
+            self._run_job(pool, job)
+        except sink.NoSink:  # nowhere to put its verdict: the job goes back to the queue, unspent
+            _with_retries(lambda: leases.release(job, self.name, error="the evaluator had no sink for verdicts"))
+            raise
+
+    def _run_job(self, pool, job: EvaluationJob) -> None:
+        sink.current()  # NoSink before anything runs
         if not self._start_run(job):
             return
         clock = PhaseClock(job.id, self.name, self.phase_writer)
@@ -280,7 +290,7 @@ class EvaluationWorker:
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:
-        _with_retries(lambda: services.kernel_mark_evaluating(job=job))
+        _with_retries(lambda: sink.current().job_started(job))
         self._heartbeat(force=True, current_job=job)
 
     def _record(self, job: EvaluationJob, result: dict, clock: "PhaseClock | None" = None) -> bool:
@@ -291,12 +301,7 @@ class EvaluationWorker:
                 return False
             if clock is not None:  # the last phase's seconds, kept with the verdict
                 clock.close()
-            if job.purpose == EvaluationJob.Purpose.VALIDATE:
-                services.problem_record_validation(problem=job.problem, job=job, result=result)
-            elif job.purpose == EvaluationJob.Purpose.TOOL:
-                services.tool_job_record(job=job, result=result)
-            else:
-                services.kernel_record_verdict(kernel=job.kernel, job=job, result=result)
+            sink.current().verdict(job, result)
             WorkerRow.objects.filter(name=self.name).update(jobs_done=F("jobs_done") + 1, current_job=None)
         self.device_name = (result.get("environment") or {}).get("device_name") or self.device_name
         return True
@@ -328,7 +333,7 @@ class EvaluationWorker:
             return
         self._last_rekick = now
         try:
-            rekick_stalled()
+            sink.current().stalled()
         except Exception:
             log.exception("%s: could not re-kick stalled searches", self.name)
 
@@ -362,12 +367,12 @@ class PhaseClock:
             log.warning("job %s: its phase writes did not finish", self.job_id)
 
     def close(self) -> None:
-        services.job_record_phase(**self._advance(""))
+        sink.current().job_phase(**self._advance(""))
 
 
 def _write_phase(change: dict) -> None:
     try:
-        _with_retries(lambda: services.job_record_phase(**change))
+        _with_retries(lambda: sink.current().job_phase(**change))
     except Exception:  # a progress line is not worth a job: the verdict is written on its own
         log.warning("job %s: its phase %r could not be written", change["job_id"], change["phase"], exc_info=True)
     finally:
@@ -396,7 +401,7 @@ def _fail_now(job: EvaluationJob, worker_name: str, reason: str) -> None:
     with transaction.atomic():
         job = EvaluationJob.objects.select_for_update().get(pk=job.pk)
         if job.status == EvaluationJob.Status.LEASED and job.lease_owner == worker_name:
-            services.job_fail(job=job, reason=reason)
+            queue.fail(job, reason)
 
 
 def _with_retries(action, attempts: int = 5):

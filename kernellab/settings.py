@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "channels",
     "django_q",
     "searches",
+    "live",
     "evaluation",
     "runs",
     "memory",
@@ -221,7 +222,7 @@ WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 10)
 ELITE_RECHECKS = env_int("ELITE_RECHECKS", 3)  # fastest kernels rerun when a search completes
 PROBLEM_SOURCE_MAX_BYTES = env_int("PROBLEM_SOURCE_MAX_BYTES", 200_000)
 KERNEL_SOURCE_MAX_BYTES = env_int("KERNEL_SOURCE_MAX_BYTES", 200_000)
-# Work one person may have waiting (searches/services/scheduling.py): evaluation jobs they asked for,
+# Work one person may have waiting (evaluation/scheduling.py): evaluation jobs they asked for,
 # queued or running (kernels, validations, reruns, a suite's validations and sweeps), and searches
 # queued or running (a search's own candidates are the engine's and count as its one search).
 MAX_QUEUED_JOBS_PER_USER = env_int("MAX_QUEUED_JOBS_PER_USER", 100)

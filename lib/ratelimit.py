@@ -7,7 +7,7 @@ work per user (problems to validate, searches, kernels, reruns), which a person
 clicking never reaches but a runaway script does.
 
 A rate counts requests, not the work one request queues: a suite import is one POST. The
-per-user caps on queued work (searches/services/scheduling.py) answer that; a service over a cap
+per-user caps on queued work (evaluation/scheduling.py) answer that; a service over a cap
 raises OverQuota, and `limits_sandbox_work` turns it into the same 429 page."""
 
 import hashlib

@@ -103,10 +103,10 @@ class ProblemEventsConsumer(SearchEventsConsumer):
 def _open(code, after: int, stream=fanout.SEARCHES):
     """(owner id, its last committed seq, events after `after`), or None for an unknown search
     (problem). The seq is read first: events up to it are committed, so the backlog covers at least that far."""
-    row = stream.owner.objects.filter(code=code).values_list("id", "last_event_seq").first()
-    if row is None:
+    owner_id = stream.owner.objects.filter(code=code).values_list("id", flat=True).first()
+    if owner_id is None:
         return None
-    owner_id, committed = row
+    committed = stream.last_seqs([owner_id]).get(owner_id, 0)
     return owner_id, committed, _events_after(owner_id, after, stream)
 
 

@@ -1,128 +1,78 @@
-"""Live updates: the one place that knows how a search's events are written and travel.
+"""Live updates: the one place that knows how events are numbered, written and travel.
 
-`publish` must run inside the transaction that makes the change it describes. It locks the
-search row, takes the next sequence number and appends a SearchEvent, so numbers follow
-commit order. After commit the event is pushed to open browsers (see `live.fanout`);
-a browser never hears of a row the database does not have. A push that fails (Redis down) is
-logged, never raised: the write is done and viewers get the event by replay.
+A stream is one search's events (`SEARCH`), or one problem's (`PROBLEM`: its work outside any search, its
+validations and hand-submitted kernels). `append` must run inside the transaction that makes the change
+it tells of. It locks the stream's counter row, takes the next number and writes the event, so numbers
+follow commit order. After commit the event is pushed to open browsers (`live.fanout`); a browser never
+hears of a row the database does not have. A push that fails (Redis down) is logged, never raised: the
+write is done and viewers get the event by replay.
 
-Event kinds and payloads (documented for clients in docs/LIVE_UPDATES.md):
-  search.status   {"status", "stop_reason", "current_round", "started_at", "finished_at", "elapsed_s"}
-  search.progress {"candidates_evaluated", "tokens_in", "tokens_out", "cost_usd", "current_round"}
-  round.started   {"round"}
-  idea.created    idea_payload(idea)
-  kernel.created  kernel_payload(kernel)
-  kernel.updated  kernel_payload(kernel)   (status changes, verdicts, verification)
-
-Work that belongs to no search (a problem's validations, its hand-submitted kernels) is told on
-the problem's own stream, `publish_problem`, under the same rules: numbered under the problem
-row's lock in the writing transaction, pushed after commit, replayed on reconnect.
-  problem.validation  {"validation_status", "validated_at"}
-  kernel.updated      kernel_payload(kernel)   (a kernel of no search)
-  job.phase           job_phase_payload(job)   (its validation's or a kernel of no search's run)
+Payloads are finished plain dicts: the caller builds them (`searches.services.events`), this module only
+numbers, stores and sends them. docs/LIVE_UPDATES.md describes the kinds and payloads for clients.
 """
 
 from django.db import transaction
-from django.db.models import Max
-
-from searches.models import Kernel, Problem, ProblemEvent, Search, SearchEvent
-from searches.selectors.kernels import speed_of_light
+from django.db.models import Max, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from . import fanout
+from .models import ProblemEvent, SearchEvent, StreamCounter, Streams
+
+SEARCH, PROBLEM = Streams.SEARCH.value, Streams.PROBLEM.value
+EVENT_MODELS = {SEARCH: (SearchEvent, "search_id"), PROBLEM: (ProblemEvent, "problem_id")}
 
 
 def publish(search_id: int, kind: str, payload: dict) -> SearchEvent:
-    return _append(Search, SearchEvent, "search_id", search_id, kind, payload)
+    """An event on a search's stream."""
+    return append(SEARCH, search_id, kind, payload)
 
 
 def publish_problem(problem_id: int, kind: str, payload: dict) -> ProblemEvent:
-    return _append(Problem, ProblemEvent, "problem_id", problem_id, kind, payload)
+    """An event on a problem's stream (work of no search)."""
+    return append(PROBLEM, problem_id, kind, payload)
 
 
-def publish_kernel(kernel, kind: str, payload: dict):
-    """A kernel's event on its search's stream, or on its problem's for a kernel of no search."""
-    if kernel.search_id:
-        return publish(kernel.search_id, kind, payload)
-    return publish_problem(kernel.problem_id, kind, payload)
-
-
-def _append(owner, event_model, field: str, owner_id: int, kind: str, payload: dict):
+def append(stream: str, owner_id: int, kind: str, payload: dict):
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events.publish must run inside the transaction that makes the change")
-    row = owner.objects.select_for_update().only("id", "last_event_seq").get(pk=owner_id)
-    # The log's own last number too: a whole-row save() from a copy read earlier (a problem's edit)
-    # may have written back an older counter.
+    event_model, field = EVENT_MODELS[stream]
+    counters = StreamCounter.objects.select_for_update().filter(stream=stream, owner_id=owner_id)
+    counter = counters.first()
+    if counter is None:
+        # The stream's first event makes its counter row; a writer racing to make it waits on the unique
+        # index, then finds it there (PostgreSQL's ON CONFLICT DO NOTHING), and both go on to lock it.
+        StreamCounter.objects.bulk_create([StreamCounter(stream=stream, owner_id=owner_id)], ignore_conflicts=True)
+        counter = counters.get()
+    # Never below what the log holds, whatever wrote the counter.
     logged = event_model.objects.filter(**{field: owner_id}).aggregate(last=Max("seq"))["last"] or 0
-    seq = max(row.last_event_seq, logged) + 1
-    owner.objects.filter(pk=owner_id).update(last_event_seq=seq)
+    seq = max(counter.last_seq, logged) + 1
+    StreamCounter.objects.filter(pk=counter.pk).update(last_seq=seq)
     event = event_model.objects.create(**{field: owner_id}, seq=seq, kind=kind, payload=payload)
     # robust: a failed push (already caught in fanout) must not stop the callbacks after it, e.g. the kick.
     transaction.on_commit(lambda: fanout.broadcast(event), robust=True)
     return event
 
 
-def job_phase_payload(job) -> dict:
-    return {"job": job.id, "purpose": job.purpose, "kernel": str(job.kernel.code) if job.kernel_id else None,
-            "status": job.status, "phase": job.phase, "phase_started_at": _iso(job.phase_started_at)}
+def last_seq(stream: str, owner_id: int) -> int:
+    """The stream's last committed number (0 before its first event)."""
+    return last_seqs(stream, [owner_id]).get(owner_id, 0)
 
 
-def publish_validation(problem) -> ProblemEvent:
-    return publish_problem(problem.id, "problem.validation", {
-        "validation_status": problem.validation_status, "validated_at": _iso(problem.validated_at)})
+def last_seqs(stream: str, owner_ids) -> dict[int, int]:
+    """The last committed number of each owner's stream that has one (one query)."""
+    return fanout.STREAMS[stream].last_seqs(owner_ids)
 
 
-def idea_payload(idea) -> dict:
-    return {
-        "id": idea.id,
-        "round": idea.round,
-        "title": idea.title,
-        "description": idea.description,
-        "origin": idea.origin,
-        "parent_kernel_id": idea.parent_kernel_id,
-    }
+def with_last_seq(queryset, stream: str):
+    """`queryset` (of the stream's owners: searches or problems) with each row's `last_event_seq`, read in
+    the same query: a page reads it before what it draws, so a replay may repeat, never miss."""
+    counters = StreamCounter.objects.filter(stream=stream, owner_id=OuterRef("pk")).values("last_seq")[:1]
+    return queryset.annotate(last_event_seq=Coalesce(Subquery(counters), Value(0)))
 
 
-def kernel_payload(kernel) -> dict:
-    return {
-        "id": kernel.id,
-        "code": str(kernel.code),
-        "round": kernel.round,
-        "name": kernel.name,
-        "origin": kernel.origin,
-        "idea_id": kernel.idea_id,
-        "parent_id": kernel.parent_id,
-        "repair_of_id": kernel.repair_of_id,  # the lineage view hangs a repair under what it repairs
-        "status": Kernel.shown(kernel.status, kernel.reason_code),
-        "reason": kernel.reason[:500],
-        "quarantined": kernel.quarantined,
-        "median_ms": kernel.median_ms,
-        "speedup_vs_eager": kernel.speedup_vs_eager,
-        "speedup_vs_compile": kernel.speedup_vs_compile,
-        "precision": kernel.precision,
-        "speed_of_light": (speed_of_light(kernel.problem, kernel) or {}).get("fraction"),
-        "verified": kernel.verified,
-        "approved": kernel.approved_at is not None,
-    }
-
-
-def publish_search_status(search: Search) -> SearchEvent:
-    # The times let an open page start (and stop) its elapsed clock without a reload.
-    return publish(search.id, "search.status", {
-        "status": search.status, "stop_reason": search.stop_reason, "current_round": search.current_round,
-        "started_at": _iso(search.started_at), "finished_at": _iso(search.finished_at),
-        # Finished: the page shows the server's figure (browsers parse times to the millisecond only).
-        "elapsed_s": ((search.finished_at - search.started_at).total_seconds()
-                      if search.started_at and search.finished_at else None),
-    })
-
-
-def _iso(moment) -> str | None:
-    return moment.isoformat() if moment else None
-
-
-def publish_search_progress(search_id: int) -> SearchEvent:
-    s = Search.objects.get(pk=search_id)
-    return publish(search_id, "search.progress", {
-        "candidates_evaluated": s.candidates_evaluated, "tokens_in": s.tokens_in, "tokens_out": s.tokens_out,
-        "cost_usd": s.cost_usd, "current_round": s.current_round,
-    })
+def last_event_times(stream: str, owner_ids) -> dict[int, object]:
+    """When each owner's latest event was written (one query: its counter's number, then one index lookup)."""
+    event_model, field = EVENT_MODELS[stream]
+    last = StreamCounter.objects.filter(stream=stream, owner_id=OuterRef(field)).values("last_seq")[:1]
+    rows = event_model.objects.filter(**{f"{field}__in": list(owner_ids)}, seq=Subquery(last))
+    return dict(rows.values_list(field, "created_at"))

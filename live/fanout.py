@@ -2,7 +2,7 @@
 
 Redis setup: the writing process sends to the channel layer and every web process hears it.
 Embedded setup: the writer may be another process (the worker), so each web process runs a
-poller that tails SearchEvent by sequence number and fans out in-process.
+poller that tails the event tables by sequence number and fans out in-process.
 
 A push is a courtesy: the event is already committed, and a viewer gets any push it missed by
 replay (on reconnect) or gap filling (on the next push it hears); see live.consumers. So a
@@ -19,24 +19,36 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from searches.models import Problem, ProblemEvent, Search, SearchEvent
+from .models import ProblemEvent, SearchEvent, StreamCounter, Streams
 
 log = logging.getLogger(__name__)
 
 
 class Stream:
-    """One kind of event log: the rows that own it (their `last_event_seq`), its events, the field
-    naming the owner. A search's events, and a problem's (its work outside any search)."""
+    """One kind of event log: its events, the field naming the owner (a search, or a problem for its work
+    outside any search), the owners' last numbers (StreamCounter rows of this `name`)."""
 
-    def __init__(self, name: str, owner, event, field: str):
-        self.name, self.owner, self.event, self.field = name, owner, event, field
+    def __init__(self, name: str, event, field: str):
+        self.name, self.event, self.field = name, event, field
+
+    @property
+    def owner(self):
+        """The owner's model (searches.Search or searches.Problem), reached through the foreign key that
+        names it by string: live imports nothing of searches."""
+        return self.event._meta.get_field(self.field.removesuffix("_id")).related_model
 
     def owner_of(self, event) -> int:
         return getattr(event, self.field)
 
+    def last_seqs(self, owner_ids) -> dict[int, int]:
+        """The last committed number of each owner's stream that has one."""
+        return dict(StreamCounter.objects.filter(stream=self.name, owner_id__in=list(owner_ids))
+                    .values_list("owner_id", "last_seq"))
 
-SEARCHES = Stream("search", Search, SearchEvent, "search_id")
-PROBLEMS = Stream("problem", Problem, ProblemEvent, "problem_id")
+
+SEARCHES = Stream(Streams.SEARCH.value, SearchEvent, "search_id")
+PROBLEMS = Stream(Streams.PROBLEM.value, ProblemEvent, "problem_id")
+STREAMS = {SEARCHES.name: SEARCHES, PROBLEMS.name: PROBLEMS}
 
 
 def stream_of(event) -> Stream:
@@ -179,8 +191,7 @@ class Poller:
 def _events_after(wanted: dict[int, int], stream: Stream = SEARCHES) -> list[tuple[int, dict]]:
     """New events of the watched searches (problems), oldest first. One cheap query on the owner
     rows finds which moved; only those are read."""
-    moved = [oid for oid, seq in stream.owner.objects.filter(pk__in=list(wanted)).values_list("id", "last_event_seq")
-             if seq > wanted[oid]]
+    moved = [oid for oid, seq in stream.last_seqs(wanted).items() if seq > wanted[oid]]
     out = []
     for owner_id in moved:
         events = stream.event.objects.filter(**{stream.field: owner_id}, seq__gt=wanted[owner_id]).order_by("seq")

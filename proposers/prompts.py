@@ -174,8 +174,11 @@ def fence(name: str, text: str) -> str:
     return f"<<<BEGIN {name} {key}>>>\n{text}\n<<<END {name} {key}>>>"
 
 
-def language_of(problem: ProblemContext) -> str:
-    return problem.language if problem.language in LANGUAGES else DEFAULT_LANGUAGE.get(problem.device, "c")
+def language_of(owner) -> str:
+    """The kernel language of a problem as a call sees it or of a search (anything with `language` and
+    `device`): a known language as asked for, else the device's default. The one rule: the prompt says it,
+    and the team's memory keys ideas and lessons by it (searches/selectors/memory_scope.py)."""
+    return owner.language if owner.language in LANGUAGES else DEFAULT_LANGUAGE.get(owner.device, "c")
 
 
 def starting_kernel_task() -> str:

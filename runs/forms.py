@@ -1,9 +1,10 @@
 from django import forms
 from django.core.exceptions import ValidationError
 
+from searches.config import MORE_BASELINES
 from searches.forms import ZIP_MAX_BYTES
 
-from .models import MORE_BASELINES, Rule
+from .models import Rule
 
 
 class RejudgeForm(forms.Form):

@@ -9,7 +9,10 @@ and times with the mean of its trials. From a KernelLab verdict:
 - turned away only for leaving work to PyTorch in a run without library calls: undecided (it never ran);
 - anything else (build error, crash, cheat caught): not correct.
 Speedup: the eager time measured beside the kernel over the kernel's mean (KernelBench's statistic);
-the eager side stays the runner's estimate (its median), which the numbers' label says.
+the eager side stays the runner's estimate (its median), which the numbers' label says. Against another
+baseline (`speedup_vs`, as KernelBench's analysis reads a torch.compile timing file) the same way: that
+baseline's median over the kernel's mean, or its mean where the runner judged by KernelBench's rule (an
+extra baseline's; torch.compile's default keeps only its median).
 
 A verdict the runner made under KernelBench's rule (a run whose rule is KernelBench's; the verdict's
 `rule` names it) is used as it is: its status decides, whatever KernelLab's quarantine says, and its
@@ -58,3 +61,18 @@ def _speedup(kernel, result: dict) -> float | None:
     mean = (result.get("timing") or {}).get("mean_ms")
     eager = (result.get("paired") or {}).get("eager_ms") or (result.get("baseline") or {}).get("eager_ms")
     return eager / mean if eager and mean else None
+
+
+def speedup_vs(result: dict | None, baseline: str) -> float | None:
+    """A correct kernel's speedup under KernelBench's statistic against `baseline` ("compile" or one of
+    the extra baselines), its side read as eager's is: the baseline's median over the kernel's mean, or
+    its mean where the runner judged by KernelBench's rule (torch.compile's default has no mean)."""
+    result = result or {}
+    mean = (result.get("timing") or {}).get("mean_ms")
+    base = result.get("baseline") or {}
+    if baseline == "compile":
+        ms = base.get("compile_ms")
+    else:
+        row = (base.get("more") or {}).get(baseline) or {}
+        ms = row.get("mean_ms") if judged_by(result) != "kernellab" else row.get("ms")
+    return ms / mean if ms and mean else None

@@ -17,8 +17,6 @@ class Rule(models.TextChoices):
     KERNELBENCH_MAIN = "kernelbench-main", "KernelBench main (allclose, 1e-4 for fp32)"
 
 
-MORE_BASELINES = (("reduce-overhead", "torch.compile reduce-overhead"), ("max-autotune", "torch.compile max-autotune"),
-                  ("cudagraph", "CUDA graphs of the eager model"))
 
 
 class Run(models.Model):
@@ -42,7 +40,7 @@ class Run(models.Model):
     # whose verdicts runs/kernelbench_mode.py reads as they are; KernelLab's scores then have no kernel.
     rule = models.CharField(max_length=24, choices=Rule.choices, default=Rule.KERNELLAB)
     # Baselines its kernels are timed against beside eager and torch.compile's default (any of
-    # MORE_BASELINES, as the runner names them; CUDA-only ones are skipped on the CPU, with the reason).
+    # searches.config.MORE_BASELINES, as the runner names them; CUDA-only ones are skipped on the CPU, with the reason).
     baselines = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

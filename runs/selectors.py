@@ -52,8 +52,11 @@ def _sample(sample: int, kernels, speed) -> dict:
             "pending": any(k.status in _UNFINISHED for k in kernels)}
 
 
-def _kernelbench_sample(sample: int, kernels, results: dict, allow_library: bool) -> dict:
+def _kernelbench_sample(sample: int, kernels, results: dict, allow_library: bool, baseline: str = "eager") -> dict:
     judged = [(k, *kernelbench_mode.verdict(k, results.get(k.pk), allow_library)) for k in kernels]
+    if baseline != "eager":  # the same verdicts, timed against another baseline
+        judged = [(k, ok, kernelbench_mode.speedup_vs(results.get(k.pk), baseline) if ok else None, flag)
+                  for k, ok, _, flag in judged]
     correct = [(k, speedup) for k, ok, speedup, _ in judged if ok]
     best = max(correct, key=lambda item: item[1] or 0, default=(kernels[0] if kernels else None, None))
     mean = ((results.get(best[0].pk) or {}).get("timing") or {}).get("mean_ms") if correct else None
@@ -75,7 +78,7 @@ def _latest_results(kernel_ids) -> dict:
 
 def run_table(run: Run, baseline: str = "eager", mode: str = MODE) -> list[dict]:
     """One row per problem of the suite, in KernelBench order, with its samples judged by `mode`
-    (KernelBench's rule measures against eager only, as its baselines do)."""
+    against `baseline` (under KernelBench's rule with its statistic, runs/kernelbench_mode.py)."""
     grouped: dict[int, dict[int, list]] = {}
     entries = run_entries(run)
     for member_id, sample, kernel in entries:
@@ -88,7 +91,8 @@ def run_table(run: Run, baseline: str = "eager", mode: str = MODE) -> list[dict]
     for member in members:
         by_sample = grouped.get(member.pk, {})
         samples = [_sample(s, by_sample[s], speed) if mode == MODE
-                   else _kernelbench_sample(s, by_sample[s], results, run.allow_library) for s in sorted(by_sample)]
+                   else _kernelbench_sample(s, by_sample[s], results, run.allow_library, baseline)
+                   for s in sorted(by_sample)]
         rows.append({"member": member, "problem": member.problem, "level": member.level, "number": member.number,
                      "samples": samples, "degenerate": member.problem.degenerate,
                      "published": published.get(member.problem_id, []),  # measured elsewhere, on their GPU
@@ -108,7 +112,7 @@ def run_scores(run: Run, baseline: str = "eager", mode: str = MODE) -> dict:
     "best of N", pass@k, and the per-problem table; every number named by mode, rule and baseline.
     Flagged beside them: degenerate problems and speedups past 10x (counted as KernelBench counts
     them), and in KernelBench's mode the samples its rule cannot decide from stored verdicts."""
-    baseline = "eager" if mode != MODE or baseline not in run_baselines(run) else baseline
+    baseline = baseline if baseline in run_baselines(run) else "eager"
     rows = run_table(run, baseline, mode)
     samples = [r["samples"] for r in rows]
     best = [r["best"] for r in rows]

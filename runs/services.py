@@ -4,9 +4,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from searches import services as searches
+from searches.config import SEARCH_CONFIG as CONFIG
 from searches.models import Suite
 
-from .models import MORE_BASELINES, Rule, Run, RunKernel, RunSearch
+from .models import Rule, Run, RunKernel, RunSearch
 
 # The search configuration's shape and budgets, as a run states them.
 _SHAPE = ("rounds", "parents_per_round", "ideas_per_parent", "kernels_per_idea", "max_candidates", "max_tokens",
@@ -22,6 +23,14 @@ def _new_run(*, suite: Suite, name: str, user, **config) -> Run:
     return Run.objects.create(suite=suite, name=name, created_by=user, **config)
 
 
+def _baselines(asked) -> list[str]:
+    """The extra baselines asked for, in the runner's order; refused in the search setting's words."""
+    refusal = CONFIG.baselines.refusal(list(asked or ()))
+    if refusal:
+        raise ValidationError(refusal, code="baselines")
+    return [kind for kind, _ in CONFIG.baselines.choices if kind in asked]
+
+
 @transaction.atomic
 def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = False, rule: str = Rule.KERNELLAB,
                 baselines=(), progress=None):
@@ -31,10 +40,7 @@ def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = F
     files = list(files)
     if rule not in Rule.values:
         raise ValidationError(f"No correctness rule named “{rule}”.", code="rule")
-    known = [kind for kind, _ in MORE_BASELINES]
-    if set(baselines) - set(known):
-        raise ValidationError(f"Baselines are among {', '.join(known)}.", code="baselines")
-    baselines = [kind for kind in known if kind in baselines]
+    baselines = _baselines(baselines)
     run = _new_run(suite=suite, name=name, user=user, source=Run.Source.REJUDGE, allow_library=allow_library,
                    rule=rule, baselines=baselines)
     rows = searches.suite_sweep(user=user, suite=suite, files=files, progress=progress, allow_library=allow_library,
@@ -50,11 +56,13 @@ def run_rejudge(*, user, suite: Suite, files, name: str, allow_library: bool = F
 
 @transaction.atomic  # a request refused whole (OverQuota) leaves no empty run behind
 def run_start_searches(*, user, suite: Suite, name: str, **search_fields):
-    """Start one search configuration on every problem of the suite as one run (sample 0 each)."""
+    """Start one search configuration on every problem of the suite as one run (sample 0 each); the
+    extra baselines its searches ask the runner for (`baselines`) are the run's own."""
+    baselines = search_fields["baselines"] = _baselines(search_fields.get("baselines"))
     run = _new_run(suite=suite, name=name, user=user, source=Run.Source.SEARCH,
                    proposer=search_fields.get("proposer", ""), model=search_fields.get("model", ""),
                    language=search_fields.get("language", ""),
-                   allow_library=bool(search_fields.get("allow_library")),
+                   allow_library=bool(search_fields.get("allow_library")), baselines=baselines,
                    shape={key: search_fields[key] for key in _SHAPE if key in search_fields})
     rows = searches.suite_start_searches(user=user, suite=suite, name=name, **search_fields)
     RunSearch.objects.bulk_create([RunSearch(run=run, member=row.member, search=row.search, sample=0)

@@ -107,7 +107,7 @@ def run_detail(request, code):
     run = get_object_or_404(Run.objects.select_related("suite"), code=code)
     baselines = run_baselines(run)
     score = run_scores(run, _baseline(request, baselines))
-    kernelbench = run_scores(run, mode=MODES[1])  # beside it, KernelBench's rule from the same samples
+    kernelbench = run_scores(run, score["baseline"], MODES[1])  # beside it, KernelBench's rule, same samples
     return render(request, "runs/detail.html", {"score": score, "kernelbench": kernelbench, "run": run,
                                                 "baselines": baselines, "charts": _charts([score], "best")})
 

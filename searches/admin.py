@@ -15,7 +15,7 @@ class ProblemAdmin(admin.ModelAdmin):
 class SearchAdmin(admin.ModelAdmin):
     list_display = ["__str__", "problem", "status", "proposer", "current_round", "candidates_evaluated", "cost_usd"]
     list_filter = ["status", "proposer", "device"]
-    readonly_fields = ["code", "last_event_seq"]
+    readonly_fields = ["code"]
 
 
 @admin.register(models.Idea)
@@ -33,24 +33,11 @@ class KernelAdmin(admin.ModelAdmin):
     raw_id_fields = ["parent", "repair_of", "idea", "call", "search", "problem"]
 
 
-@admin.register(models.EvaluationJob)
-class EvaluationJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kernel", "purpose", "status", "attempts", "lease_owner", "lease_expires_at"]
-    list_filter = ["status", "purpose", "device"]
-    raw_id_fields = ["kernel"]
-
-
 @admin.register(models.BenchmarkRun)
 class BenchmarkRunAdmin(admin.ModelAdmin):
     list_display = ["id", "kernel", "status", "median_ms", "device_name", "purpose", "created_at"]
     list_filter = ["status", "purpose", "device_name"]
     raw_id_fields = ["kernel", "job"]
-
-
-@admin.register(models.SearchEvent)
-class SearchEventAdmin(admin.ModelAdmin):
-    list_display = ["search", "seq", "kind", "created_at"]
-    list_filter = ["kind"]
 
 
 @admin.register(models.ShareLink)
@@ -63,8 +50,3 @@ class ShareLinkAdmin(admin.ModelAdmin):
 class ProposerCallAdmin(admin.ModelAdmin):
     list_display = ["search", "purpose", "model", "ok", "input_tokens", "output_tokens", "cost_usd", "created_at"]
     list_filter = ["purpose", "ok"]
-
-
-@admin.register(models.Worker)
-class WorkerAdmin(admin.ModelAdmin):
-    list_display = ["name", "device", "device_name", "heartbeat_at", "jobs_done"]

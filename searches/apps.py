@@ -9,7 +9,12 @@ class SearchesConfig(AppConfig):
         from django.db.models.signals import post_migrate
         from django_q.signals import post_spawn
 
-        from . import schedules, task_queue
+        from evaluation import sink
+
+        from . import schedules, services, task_queue
+
+        # The evaluation worker hands its verdicts, failures and nudges to searches' services.
+        sink.register(services.EvaluationSink())
 
         # Only qcluster spawns django-q2 workers: no other process writes the task queue's heartbeat.
         post_spawn.connect(task_queue.start_heartbeat, dispatch_uid="kernellab-task-queue-heartbeat")

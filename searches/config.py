@@ -14,6 +14,10 @@ from proposers.capabilities import CAPABILITIES
 from proposers.prompts import LANGUAGES
 
 EFFORTS = tuple(dict.fromkeys(effort for can in CAPABILITIES.values() for effort in can.efforts))
+# The baselines a search or a run may ask the runner to time beside eager and torch.compile's default, as
+# the runner names them (runner/common/baselinekinds.py); CUDA-only ones are skipped on the CPU, with the reason.
+MORE_BASELINES = (("reduce-overhead", "torch.compile reduce-overhead"), ("max-autotune", "torch.compile max-autotune"),
+                  ("cudagraph", "CUDA graphs of the eager model"))
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ class Setting:
     default: object
     label: str
     help: str = ""
-    kind: type | None = None  # int, float, bool or str; None: the default's type
+    kind: type | None = None  # int, float, bool, str or list (of `choices`); None: the default's type
     low: float | None = None
     high: float | None = None
     least: int | None = None
@@ -51,6 +55,8 @@ class Setting:
     @property
     def limits(self) -> str:
         """What a valid value is, as every refusal says it ("" for a setting any value fits)."""
+        if self.type is list:
+            return f"{self.words.capitalize()} are among {', '.join(value for value, _ in self.choices)}."
         if self.choices:
             values = [value for value, _ in self.choices if value]
             blank = next((label for value, label in self.choices if not value), "")
@@ -69,6 +75,9 @@ class Setting:
 
     def refusal(self, value) -> str:
         """Why `value` is not a valid value of this setting, or "" when it is."""
+        if self.type is list:
+            known = {v for v, _ in self.choices}
+            return "" if isinstance(value, (list, tuple)) and set(value) <= known else self.limits
         if self.choices:
             if value in (None, "") and any(not v for v, _ in self.choices):
                 return ""
@@ -87,6 +96,8 @@ class Setting:
 
     def parse(self, text: str):
         """An option's text as this setting's value: argparse's `type` (a refusal is its error)."""
+        if self.type is list:  # comma-separated, e.g. cudagraph,max-autotune
+            text = [item.strip() for item in text.split(",") if item.strip()]
         try:
             value = self.type(text) if self.type in (int, float) else text
         except ValueError:
@@ -163,6 +174,9 @@ class SearchConfig:
     stop_points_per_dollar: Setting = Setting(
         "stop_points_per_dollar", 0.0, "Stop under this gain per dollar (points)", low=0, high=1e6,
         help="Ends the search once its last 2 rounds bought fewer percent points of speedup per dollar; 0: never.")
+    baselines: Setting = Setting("baselines", [], "More baselines", kind=list, choices=MORE_BASELINES,
+                                 help="Timed by the runner beside eager and torch.compile's default for every "
+                                      "candidate; CUDA-only ones are skipped on the CPU, with the reason.")
     private: Setting = Setting("private", False, "Keep its lessons to me",
                                help="Its lessons, idea outcomes and kernels reach only your own searches and pages: "
                                     "not the team's priors, seeds, Ideas or Lessons pages.")
@@ -218,9 +232,10 @@ class SearchConfig:
                                     help=text.replace("%", "%%"))
                 continue
             if setting.choices:
-                text += f" ({', '.join(value for value, _ in setting.choices if value)})"
+                text += f" ({', '.join(value for value, _ in setting.choices if value)}"
+                text += ", comma-separated)" if setting.type is list else ")"
             if setting.name not in helps:  # an overridden help says its own default
-                text += f" (default {'no limit' if default is None else default if default != '' else 'none'})"
+                text += f" (default {'no limit' if default is None else default if default not in ('', []) else 'none'})"
             options = ({"choices": choices[setting.name]} if setting.name in choices
                        else {"type": setting.parse, "metavar": setting.name.upper()})
             parser.add_argument(*setting.flags, dest=setting.name, default=default, help=text.replace("%", "%%"),

@@ -117,6 +117,10 @@ def setting_field(setting: Setting) -> forms.Field:
         options["initial"] = setting.default
     if setting.type is bool:
         return forms.BooleanField(**{**options, "required": False})
+    if setting.type is list:
+        return forms.MultipleChoiceField(choices=setting.choices, widget=forms.CheckboxSelectMultiple,
+                                         error_messages={"invalid_choice": setting.limits,
+                                                         "invalid_list": setting.limits}, **options)
     choices = setting.choices or Search._meta.get_field(setting.name).choices
     if choices:
         return forms.ChoiceField(choices=choices, error_messages={"invalid_choice": setting.limits + "."}, **options)

@@ -2,8 +2,8 @@
 
 Only the task queue (`manage.py qcluster`) holds ANTHROPIC_API_KEY; the web server never does,
 so it cannot look in its own environment to offer the Anthropic proposer. Each django-q2 worker
-process, once spawned, writes a Worker row (device "tasks", one per host) every few seconds that
-says whether a key is set, never the key itself. The web server reads that row.
+process, once spawned, writes its host's TaskQueueHeartbeat row every few seconds that says
+whether a key is set, never the key itself. The web server reads that row.
 """
 
 import logging
@@ -12,24 +12,22 @@ import socket
 import threading
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from searches.models import Worker
+from searches.models import TaskQueueHeartbeat
 
 log = logging.getLogger(__name__)
 
-DEVICE = "tasks"
-KEY_SET = "Task queue (Anthropic key set)"
-NO_KEY = "Task queue (no Anthropic key)"
-SEEN_WITHIN = timedelta(seconds=3 * Worker.HEARTBEAT_SECONDS)
+HEARTBEAT_SECONDS = settings.WORKER_HEARTBEAT_SECONDS
+SEEN_WITHIN = timedelta(seconds=3 * HEARTBEAT_SECONDS)
 
 
 def beat() -> None:
-    Worker.objects.update_or_create(
-        name=f"tasks@{socket.gethostname()}",
-        defaults={"host": socket.gethostname(), "pid": os.getppid(), "device": DEVICE,
-                  "device_name": KEY_SET if os.environ.get("ANTHROPIC_API_KEY") else NO_KEY,
+    TaskQueueHeartbeat.objects.update_or_create(
+        host=socket.gethostname(),
+        defaults={"pid": os.getppid(), "anthropic_key": bool(os.environ.get("ANTHROPIC_API_KEY")),
                   "heartbeat_at": timezone.now()})
 
 
@@ -41,7 +39,7 @@ def _beat_forever() -> None:
             log.warning("task queue heartbeat skipped (database error: %s)", exc)
         finally:
             connection.close()  # this thread's own connection; the worker's tasks keep theirs
-        threading.Event().wait(Worker.HEARTBEAT_SECONDS)
+        threading.Event().wait(HEARTBEAT_SECONDS)
 
 
 def start_heartbeat(**_signal_kwargs) -> None:
@@ -52,4 +50,4 @@ def start_heartbeat(**_signal_kwargs) -> None:
 def anthropic_key_seen() -> bool:
     """Whether a live task queue reports an Anthropic key."""
     since = timezone.now() - SEEN_WITHIN
-    return Worker.objects.filter(device=DEVICE, device_name=KEY_SET, heartbeat_at__gte=since).exists()
+    return TaskQueueHeartbeat.objects.filter(anthropic_key=True, heartbeat_at__gte=since).exists()

@@ -1,5 +1,5 @@
 """The layout's rules, read from the code with `ast` (no imports run): no import circle inside
-the app's packages, no module over the size cap outside the allowlist, no private name used
+the app's packages nor between them, no module over the size cap outside the allowlist, no private name used
 across modules, every top-level folder named in docs/ARCHITECTURE.md, and the import rules
 written there. Plain Python: runs without Django."""
 
@@ -87,6 +87,14 @@ def graph(known: dict) -> dict[str, set[str]]:
             for name, path in known.items()}
 
 
+def package_graph(known: dict) -> dict[str, set[str]]:
+    """Which of the app's packages imports which (any module of one importing any module of another)."""
+    edges = {name.split(".")[0]: set() for name in known}
+    for name, targets in graph(known).items():
+        edges[name.split(".")[0]] |= {target.split(".")[0] for target in targets} - {name.split(".")[0]}
+    return edges
+
+
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -159,6 +167,19 @@ def allowed(target: str, rules: list[str]) -> bool:
 def test_no_import_circle_inside_the_apps_packages():
     known = modules(app_packages())
     assert circles(graph(known)) == []
+
+
+def test_no_import_circle_between_the_apps_packages():
+    """Package to package, the imports point one way (e.g. searches → evaluation → runner, lib), so a
+    package can be read, tested and replaced without the ones that use it."""
+    assert circles(package_graph(modules(app_packages()))) == []
+
+
+def test_the_package_cycle_check_sees_a_circle():
+    """The check above is not vacuous: a back edge from evaluation to searches would be a circle."""
+    edges = package_graph(modules(app_packages()))
+    edges["evaluation"].add("searches")
+    assert any({"evaluation", "searches"} <= set(circle) for circle in circles(edges))
 
 
 def test_no_module_over_the_size_cap_outside_the_allowlist():

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from ..common import compile as compiling
 from . import batchclock, gpumem, gpustate, isolation, limits, phases, schema
-from ..common import exchange, procs, sampling, watchdog
-from .devicelock import DeviceLock, timing_cpus
+from ..common import exchange, procs, watchdog
 from ..common.errors import RunnerError
+from .messages import Job, SandboxOutcome
 from .streams import Tail, classify_exit
 
 RUNNER_ROOT = str(Path(__file__).resolve().parents[2])
@@ -51,14 +51,6 @@ PASS_THROUGH = (
     # models already on disk for KernelBench level 4, read offline (searches/hub_models.py)
     "HF_HUB_CACHE", "HF_HUB_OFFLINE",
 )
-
-class SandboxOutcome:
-    """What came back from one run: the verdict dict, or why there is none."""
-
-    def __init__(self, result=None, status=None, reason="", stdout="", stderr="", seconds=0.0):
-        self.result, self.status, self.reason = result, status, reason
-        self.stdout, self.stderr, self.seconds = stdout, stderr, seconds
-
 
 def default_threads(device: str) -> int:
     configured = os.environ.get("KERNELLAB_THREADS")
@@ -265,104 +257,54 @@ class Sandbox:
         does not count), and always end the process. `sample_secret` answers the candidate's
         requests for the seed of an output's sample (sampling.py); `pairing` (pairing.py) joins
         an evaluation's truths and candidate on the CPU; `on_phase` hears its phases (phases.py)."""
-        phase = phases.Reporter(job.get("job"), on_phase)
-        nonce = secrets.token_hex(16)
+        run = Job(self, job, secrets.token_hex(16), phases.Reporter(job.get("job"), on_phase), sample_secret, pairing)
         asked = time.monotonic()
-        lock = watch = None
+        watch = None
         try:
             ready = self.wait_ready()
-            began = time.monotonic()
-            self.warm_wait = began - asked
+            run.began = time.monotonic()
+            self.warm_wait = run.began - asked
             if ready is None:
-                return self._no_verdict(began, timed_out=False, warm_up=True)
-            deadline = began + timeout
+                return self._no_verdict(run.began, timed_out=False, warm_up=True)
+            run.deadline = run.began + timeout
             if self.gpu_cap_mb:
                 watch = gpumem.Watch(self.slot.uid, self.gpu_cap_mb, self._gpu_exceeded)
-            self.send({**job, "nonce": nonce})
-            phase("sent")
-            calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
+            self.send({**job, "nonce": run.nonce})
+            run.phase("sent")
+            run.calls = watchdog.CallLimit(job.get("call_limit_s"))  # a spinning forward is stopped early
             # what the GPU did while each measurement was timed
             # the pool's other sandboxes are not this one: their work on the GPU is a disturbance
             self.measurements = gpustate.Measurements(gpustate.source_for(self.device, ready),
                                                       is_ours=lambda pid: gpustate.ours(pid, self.process.pid))
             while True:
                 try:
-                    wake = min(deadline, calls.check_at())
+                    wake = min(run.deadline, run.calls.check_at())
                     message = self.messages.get(timeout=max(0.01, wake - time.monotonic()))
                 except queue.Empty:
                     message = "waited"
-                overdue = calls.overdue(time.monotonic())
+                overdue = run.calls.overdue(time.monotonic())
                 if overdue:
-                    return self._stopped(began, overdue)
+                    return run.stopped(overdue)
                 if message == "waited":
-                    if time.monotonic() < deadline:
+                    if time.monotonic() < run.deadline:
                         continue
-                    return self._no_verdict(began, timed_out=True)
+                    return self._no_verdict(run.began, timed_out=True)
                 if message is None:
-                    return self._no_verdict(began, timed_out=False)
+                    return self._no_verdict(run.began, timed_out=False)
                 if isinstance(message, schema.Refused):
-                    return SandboxOutcome(status="rejected", reason="the sandbox sent a malformed message on the "
-                                          f"verdict channel ({message['why']}); the run was stopped",
-                                          stdout=self.stdout, stderr=self.stderr, seconds=time.monotonic() - began)
-                if message.get("nonce") != nonce:
+                    return run.refused(message["why"])
+                if message.get("nonce") != run.nonce:
                     continue
-                if message.get("kind") == "beat":
-                    calls.beat(message, time.monotonic())
-                    if overdue := calls.overdue(time.monotonic()):
-                        return self._stopped(began, overdue)
-                elif message.get("kind") == "batch" and not self.batches.done:
-                    self._batch(message)
-                elif message.get("kind") == "timing":
-                    phase("timing")
-                    reply = self.measurements.on_timing(message)
-                    if reply is not None:
-                        self.send(reply)
-                elif message.get("kind") == "sample":
-                    self.send({"seed": None if sample_secret is None
-                                else sampling.seed_for(sample_secret, str(message.get("key")))})
-                elif message.get("kind") == "pair" and pairing is not None:
-                    deadline, lock = pairing.handle(self, job["job"], message, nonce, deadline, lock)
-                elif message.get("kind") == "device" and lock is None:
-                    phase("device")
-                    waited = time.monotonic()
-                    if pairing is not None and job["job"] == "evaluate":  # after the truths are made
-                        pairing.ready.wait(max(0.0, deadline - waited))
-                    lock = DeviceLock(self.device).acquire()
-                    deadline += time.monotonic() - waited
-                    compiling.promote(self.cgroups)  # build priority: the GPU phases run at normal priority
-                    if self.device == "cpu":
-                        procs.pin(self.pids(), timing_cpus(self.threads))
-                    self.send({"go": True})
-                    phase("go")
-                elif message.get("kind") == "verdict":
-                    result = message.get("result")
-                    return SandboxOutcome(result=result if isinstance(result, dict) else {}, stdout=self.stdout,
-                                          stderr=self.stderr, seconds=time.monotonic() - began)
+                outcome = run.handle(message)  # one handler per kind (messages.py)
+                if outcome is not None:
+                    return outcome
         finally:
             if watch is not None:
                 watch.stop()
             self.kill()
-            if lock is not None:
-                lock.release()
+            if run.lock is not None:
+                run.lock.release()
             self.cleanup()
-
-    def _batch(self, message: dict) -> None:
-        """The batch clock's side of the run (batchclock.py), the GPU's state read around it."""
-        first = self.batches.claimed is None
-        if first:
-            self.measurements.on_timing({"what": "batch", "at": "begin"})
-        now = time.monotonic()
-        read = self.cpu_seconds()
-        reply = self.batches.on_message(message, now, *(read or (None, None)))
-        if reply is not None and reply.get("batch"):
-            if self.batches.pause_s:
-                time.sleep(self.batches.pause_s)
-                read = self.cpu_seconds()
-            self.batches.sending(time.monotonic(), *(read or (None, None)))
-        if reply is not None:
-            if self.batches.done and not first:
-                self.measurements.on_timing({"what": "batch", "at": "end"})
-            self.send(reply)
 
     def pids(self) -> list[int]:
         """The sandbox's processes: those its cgroup lists, else its process and every one below it."""
@@ -376,11 +318,6 @@ class Sandbox:
         """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""
         fd, self.exchange_fd = self.exchange_fd, None
         return fd
-
-    def _stopped(self, began: float, reason: str) -> SandboxOutcome:
-        self.kill()
-        return SandboxOutcome(status="timeout", reason=reason, stdout=self.stdout, stderr=self.stderr,
-                              seconds=time.monotonic() - began)
 
     def _gpu_exceeded(self, used_mb: int) -> None:
         self.gpu_exceeded_mb = used_mb

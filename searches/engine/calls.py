@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import Avg, F
 
-from live import events
+from searches.services import events
 from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
 from searches.models import Idea, Kernel, ProposerCall, Search
 

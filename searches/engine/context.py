@@ -7,12 +7,13 @@ from dataclasses import replace
 
 from django.conf import settings
 
+from evaluation.models import EvaluationJob
 from memory import bank as idea_bank
 from memory import services as memory
 from proposers import pack, playbook, prompts
 from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, Proposer, TriedIdea
 from proposers.registry import get_proposer
-from searches.models import EvaluationJob, Idea, Kernel, Search, Verdict
+from searches.models import Idea, Kernel, Search, Verdict
 from searches.selectors.ideas import key_scope, search_priors
 from searches.selectors.kernels import kernel_is_ranked, speed_of_light
 from searches.selectors.lessons import lessons_for_search

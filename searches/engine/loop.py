@@ -35,7 +35,7 @@ from itertools import islice
 from django.db import DatabaseError, transaction
 
 from evaluation import queue
-from live import events
+from searches.services import events
 from proposers.base import ProposerError
 from searches.models import Idea, Kernel, Search, Verdict
 from searches.selectors.ideas import points_per_dollar

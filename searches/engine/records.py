@@ -9,12 +9,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
+from evaluation.models import EvaluationJob
+from searches.services import events
 from memory import services as memory
 from proposers.base import Exchange, KernelProposal, ProposerError
 from proposers.pricing import call_cost
 from proposers.registry import capabilities
-from searches.models import EvaluationJob, Kernel, ProposerCall, Search, Verdict
+from searches.models import Kernel, ProposerCall, Search, Verdict
 from searches.selectors.memory_scope import search_key
 from searches.services import kernels as kernel_services
 
@@ -75,8 +76,8 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
     if kernel.status == Verdict.PENDING:
-        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
-    events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+        queue.enqueue_kernel(kernel, options=search.job_options())
+    events.publish_kernel(kernel, "kernel.created")
     return kernel
 
 

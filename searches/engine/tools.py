@@ -14,9 +14,10 @@ import time
 from django.conf import settings
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from proposers import prompts
 from proposers.base import ProposerError, Toolbox, ToolRun
-from searches.models import EvaluationJob, Kernel, Search
+from searches.models import Kernel, Search
 
 from . import records
 

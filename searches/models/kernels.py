@@ -107,6 +107,12 @@ class Kernel(models.Model):
     VERDICT_FIELDS = ("status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
                       "speedup_vs_compile", "precision", "device_name", "verified", "evaluated_at")
 
+    # The columns a kernel mirrors from its primary run: BenchmarkRun's of the same names, copied by take_figures
+    # only. Of them, TIMING_FIGURES are what a quiet rerun replaces (services/kernels.py).
+    RUN_FIGURES = ("status", "reason", "quarantined", "median_ms", "speedup_vs_eager", "speedup_vs_compile",
+                   "precision", "device_name")
+    TIMING_FIGURES = ("median_ms", "speedup_vs_eager", "speedup_vs_compile")
+
     # A queued kernel its search's cancellation dropped: FAILED with this code, shown grey, never a failure.
     CANCELLED, CANCELLED_LABEL = "cancelled", "Not evaluated (cancelled)"
 
@@ -116,6 +122,13 @@ class Kernel(models.Model):
     @staticmethod
     def shown(status: str, reason_code: str) -> str:
         return Kernel.CANCELLED if status == Verdict.FAILED and reason_code == Kernel.CANCELLED else status
+
+    def take_figures(self, run, names: tuple[str, ...] = RUN_FIGURES) -> list[str]:
+        """Copy `names` (all of RUN_FIGURES unless told) from `run`, a BenchmarkRun; the names, for save's
+        update_fields."""
+        for name in names:
+            setattr(self, name, getattr(run, name))
+        return list(names)
 
     def verdict(self) -> dict:
         return {name: getattr(self, name) for name in self.VERDICT_FIELDS}

@@ -5,10 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-
-class Device(models.TextChoices):
-    CPU = "cpu", "CPU"
-    CUDA = "cuda", "CUDA GPU"
+from evaluation.models import Device
 
 
 class Problem(models.Model):
@@ -47,7 +44,6 @@ class Problem(models.Model):
     family = models.CharField(max_length=50, blank=True)
     flops = models.FloatField(null=True, blank=True)
     min_bytes = models.FloatField(null=True, blank=True)
-    last_event_seq = models.PositiveBigIntegerField(default=0)  # its ProblemEvent stream (live/events.py)
 
     class Meta:
         ordering = ["name", "-version"]

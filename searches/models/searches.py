@@ -62,6 +62,9 @@ class Search(models.Model):
     # Kept to its owner (and administrators) in the team's memory: its lessons, idea outcomes and kernels
     # reach no one else's prompts, seeds or memory pages (its own page stays the team's to read).
     private = models.BooleanField(default=CONFIG.private.default)
+    # Baselines the runner times beside eager and torch.compile's default for every candidate (any of
+    # searches.config.MORE_BASELINES): a run of searches is then scored against them too.
+    baselines = models.JSONField(default=list, blank=True)
     # The kernel language asked for (proposers.prompts.LANGUAGES); "" for the device's default.
     language = models.CharField(max_length=16, blank=True)
     # Stop once this many rounds in a row found nothing faster (0: run all rounds).
@@ -90,7 +93,6 @@ class Search(models.Model):
     forked_from_kernel = models.ForeignKey(
         "Kernel", null=True, blank=True, on_delete=models.SET_NULL, related_name="forked_searches"
     )
-    last_event_seq = models.PositiveBigIntegerField(default=0)
     # Engine bookkeeping (searches/engine/loop.py): the parents chosen when each round started
     # ({"1": [kernel ids], ...}), and a lease so only one orchestrator advances a search at a time.
     round_parents = models.JSONField(default=dict, blank=True)
@@ -109,6 +111,10 @@ class Search(models.Model):
     def capabilities(self) -> Capabilities:
         """What its proposer can do (proposers/capabilities.py): callers ask this, never the proposer's name."""
         return proposer_capabilities(self.proposer)
+
+    def job_options(self) -> dict:
+        """The runner's options for every evaluation of its candidates (evaluation/worker.py reads them)."""
+        return {"allow_library": self.allow_library, **({"baselines": list(self.baselines)} if self.baselines else {})}
 
     def step_model(self, step: str) -> str:  # "ideas", "kernel" or "repair": its own model, else the search's
         return getattr(self, self.STEP_MODELS[step]) or self.model

@@ -12,9 +12,15 @@ from .ideas import (  # noqa: F401
     bank_table,
     bank_cell_kernels,
 )
+from .kernel_view import (  # noqa: F401
+    kernel_view,
+    kernel_view_keys,
+)
 from .kernels import (  # noqa: F401
     speed_of_light,
     kernel_is_ranked,
+    kernel_is_trusted,
+    trusted_q,
     kernel_runs,
     kernel_primary_run,
     kernel_pending_rerun,
@@ -65,7 +71,7 @@ from .searches import (  # noqa: F401
     playbook_support,
     search_leaderboard,
     search_counts,
-    TREE_FIELDS,
+    TREE_EXTRAS,
     search_tree,
     search_best_speedup_by_round,
     search_idea_stats,

@@ -6,14 +6,16 @@ import time
 from datetime import timedelta
 
 from django.db import DatabaseError
-from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.db.models import Count, Max, OuterRef, Subquery
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob, Worker
 from evaluation.selectors import WORKER_SEEN_WITHIN
 from lib.storage import record_fault, storage_error, storage_fault
+from live import events as live_events
 from searches.engine.kick import REKICK_MINUTES
 from searches.engine.lease import LEASE_SECONDS
-from searches.models import Device, EvaluationJob, Search, SearchEvent, Worker
+from searches.models import Device, Search
 
 # A search with nothing leased, nothing to judge and no event for this long waits on a re-kick.
 QUIET_AFTER = timedelta(seconds=LEASE_SECONDS + 60 * REKICK_MINUTES)
@@ -128,7 +130,4 @@ def _last_beats(devices: set[str]) -> dict[str, object]:
 
 def _last_events(searches: list[Search]) -> dict[int, object]:
     """When each search's latest event was written: one index lookup per search (its last seq)."""
-    latest = Q(pk__in=[])
-    for search in searches:
-        latest |= Q(search_id=search.id, seq=search.last_event_seq)
-    return dict(SearchEvent.objects.filter(latest).values_list("search_id", "created_at"))
+    return live_events.last_event_times(live_events.SEARCH, [s.id for s in searches])

@@ -6,14 +6,15 @@ one per table (ideas of one op family, their kernels, the reruns), so a prompt p
 
 import re
 
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from memory import bank
 from memory.keys import TECHNIQUES, IdeaKey, shape_class
-from proposers.prompts import LANGUAGES
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, ProposerCall, Search, Verdict
+from proposers.prompts import LANGUAGES, language_of
+from searches.models import Idea, Kernel, ProposerCall, Search, Verdict
 
-from .memory_scope import device_model, language_of, search_key, searches_visible_to
+from .kernels import kernel_is_trusted, rerun_kernel_ids, trusted_q
+from .memory_scope import device_model, search_key, searches_visible_to
 
 UNFINISHED = (Verdict.PENDING, Verdict.EVALUATING)
 FAILED = (Verdict.INCORRECT, Verdict.REJECTED, Verdict.RUNTIME_ERROR, Verdict.TIMEOUT, Verdict.COMPILE_ERROR,
@@ -46,10 +47,8 @@ def team_seeds(search: Search, count: int) -> list[Kernel]:
     similar = [s.id for s in searches_visible_to(search.created_by).exclude(pk=search.pk)
                .filter(problem__family=key.family, device=search.device).select_related("problem")
                if shape_class(s.problem.min_bytes) == key.shape_class and language_of(s) == key.language]
-    reran = BenchmarkRun.objects.filter(purpose=EvaluationJob.Purpose.RERUN).values("kernel_id")
-    kernels = (Kernel.objects.filter(search_id__in=similar, status=Verdict.CORRECT, quarantined=False,
-                                     speedup_vs_eager__isnull=False, duplicate_of__isnull=True)
-               .filter(Q(verified=True) | ~Q(pk__in=reran)).exclude(origin=Kernel.Origin.FORK)
+    kernels = (Kernel.objects.filter(trusted_q(), search_id__in=similar, speedup_vs_eager__isnull=False,
+                                     duplicate_of__isnull=True).exclude(origin=Kernel.Origin.FORK)
                .select_related("problem").order_by("-speedup_vs_eager", "id"))
     chosen, sources = [], set()
     for kernel in kernels:
@@ -90,8 +89,7 @@ def idea_outcomes(*, searches, family: str | None = None) -> list[bank.Outcome]:
                 .values("id", "idea_id", "status", "reason", "quarantined", "verified", "median_ms", "device_name",
                         "call__cost_usd").order_by("id")):
         kernels.setdefault(row["idea_id"], []).append(row)
-    reran = set(BenchmarkRun.objects.filter(kernel_id__in=[k["id"] for rows in kernels.values() for k in rows],
-                                            purpose=EvaluationJob.Purpose.RERUN).values_list("kernel_id", flat=True))
+    reran = rerun_kernel_ids([k["id"] for rows in kernels.values() for k in rows])
     shared = dict(Idea.objects.filter(call_id__in={i.call_id for i in ideas if i.call_id}).values("call_id")
                   .annotate(n=Count("id")).values_list("call_id", "n"))
     outcomes = []
@@ -107,8 +105,7 @@ def idea_outcomes(*, searches, family: str | None = None) -> list[bank.Outcome]:
 
 def _outcome(idea: Idea, rows: list[dict], reran: set, shared: dict) -> bank.Outcome:
     parent = idea.parent_kernel
-    trusted = [k for k in rows if k["status"] == Verdict.CORRECT and not k["quarantined"] and k["median_ms"]
-               and (k["verified"] or k["id"] not in reran)]
+    trusted = [k for k in rows if kernel_is_trusted(k, reran) and k["median_ms"]]
     gains = [parent.median_ms / k["median_ms"] for k in trusted if parent is not None and parent.median_ms]
     device = next((k["device_name"] for k in rows if k["device_name"]), "") or (parent.device_name if parent else "")
     problem = idea.search.problem

@@ -2,9 +2,11 @@
 
 import ast
 
-from runner import ceilings
+from django.db.models import Q
 
-from searches.models import BenchmarkRun, Device, EvaluationJob, Kernel, Problem, Verdict
+from evaluation.models import EvaluationJob
+from runner import ceilings
+from searches.models import BenchmarkRun, Device, Kernel, Problem, Verdict
 
 
 def speed_of_light(problem, kernel) -> dict | None:
@@ -32,6 +34,27 @@ def kernel_is_ranked(kernel) -> bool:
     if get("status") != Verdict.CORRECT or get("median_ms") is None:
         return False
     return not get("quarantined") or (bool(get("verified")) and get("approved_by_id") is not None)
+
+
+def trusted_q() -> Q:
+    """Kernels the team's memory trusts (its seeds, its ideas' gains): correct, not quarantined, and
+    reproduced by a verified rerun wherever a rerun ran. kernel_is_trusted is the same rule on rows."""
+    reran = BenchmarkRun.objects.filter(purpose=EvaluationJob.Purpose.RERUN).values("kernel_id")
+    return Q(status=Verdict.CORRECT, quarantined=False) & (Q(verified=True) | ~Q(pk__in=reran))
+
+
+def kernel_is_trusted(kernel, reran: set) -> bool:
+    """trusted_q on a Kernel row or a dict of its values; `reran` holds the ids of the kernels a rerun
+    judged (rerun_kernel_ids)."""
+    get = kernel.get if isinstance(kernel, dict) else lambda name: getattr(kernel, name)
+    return (get("status") == Verdict.CORRECT and not get("quarantined")
+            and (bool(get("verified")) or get("id") not in reran))
+
+
+def rerun_kernel_ids(kernel_ids) -> set:
+    """Which of `kernel_ids` a rerun judged."""
+    return set(BenchmarkRun.objects.filter(kernel_id__in=kernel_ids, purpose=EvaluationJob.Purpose.RERUN)
+               .values_list("kernel_id", flat=True))
 
 
 def kernel_runs(*, kernel: Kernel):

@@ -10,6 +10,7 @@ from django.db.models import Max
 
 from searches.models import BenchmarkRun, Kernel, Problem, Verdict
 
+from .kernel_view import kernel_view
 from .kernels import kernel_is_ranked, speed_of_light
 from .speedups import best_key, best_order, ranks_by_paired, with_baselines
 
@@ -104,6 +105,7 @@ def leaderboard(*, problem, device_name: str = "", limit: int = 50) -> list[dict
         ranked, waiting = [], []
         for kernel in with_baselines(_distinct_by_source(correct[: limit * 8], problem.device)):
             kernel.sol = speed_of_light(problem, kernel)
+            kernel.view = kernel_view(kernel, problem)
             kernel.slower_than_eager = kernel.speedup_vs_eager is not None and kernel.speedup_vs_eager < 1
             if kernel_is_ranked(kernel):
                 if len(ranked) < limit:
@@ -128,8 +130,11 @@ def leaderboard_rows(boards: list[dict]) -> list[dict]:
 
 
 def _leaderboard_row(kernel: Kernel, device_name: str, rank: int | None) -> dict:
+    """The kernel's view (kernel_view.py), then the export's own columns: where both name a key (`name`,
+    `origin`), the export keeps its wording (the name as shown, the origin's label)."""
     who = kernel.author or (kernel.search.created_by if kernel.search_id else None)
     return {
+        **kernel.view,
         "rank": rank, "device_name": device_name, "kernel": str(kernel.code), "name": str(kernel),
         "median_ms": kernel.median_ms, "speedup_vs_eager": kernel.speedup_vs_eager,
         "baseline": kernel.baseline, "baseline_eager_ms": kernel.eager_ms,

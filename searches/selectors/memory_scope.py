@@ -5,7 +5,7 @@ outcome and a lesson of one problem land under one key."""
 from django.db.models import Q
 
 from memory.keys import IdeaKey, shape_class, technique_of
-from proposers.prompts import DEFAULT_LANGUAGE, LANGUAGES
+from proposers.prompts import language_of
 from searches.models import Device, Kernel, Search
 
 from .targets import target_facts
@@ -40,10 +40,6 @@ def device_model(search: Search, device_name: str = "") -> str:
     judged = (Kernel.objects.filter(search=search).exclude(device_name="").order_by("-id")
               .values_list("device_name", flat=True).first())
     return judged or str(target_facts(device=search.device).get("name") or search.device)
-
-
-def language_of(search: Search) -> str:
-    return search.language if search.language in LANGUAGES else DEFAULT_LANGUAGE.get(search.device, "c")
 
 
 def search_key(search: Search, *, kernel: Kernel | None = None, technique: str = "") -> IdeaKey:

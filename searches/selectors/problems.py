@@ -6,8 +6,9 @@ from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
+from evaluation.models import EvaluationJob
 from evaluation.selectors import evaluator_seen
-from searches.models import Device, EvaluationJob, Problem, Search
+from searches.models import Device, Problem, Search
 
 from .queue import job_progress, queue_position, queue_wait_text, run_estimate_text
 

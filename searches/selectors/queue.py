@@ -11,8 +11,9 @@ from statistics import median
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob, Worker
 from evaluation.selectors import WORKER_SEEN_WITHIN
-from searches.models import EvaluationJob, Kernel, Verdict, Worker
+from searches.models import Kernel, Verdict
 
 RECENT_JOBS = 50  # durations the median is taken over
 

@@ -5,11 +5,13 @@ from collections import defaultdict
 
 from django.db.models import OuterRef, Subquery
 
+from live import events as live_events
 from proposers.registry import capabilities, proposer_class
 from searches.models import BenchmarkRun, Device, Idea, Kernel, Problem, Search, Verdict, ranked_q
 from searches.task_queue import anthropic_key_seen
 
-from .kernels import kernel_is_ranked, provenance, speed_of_light
+from .kernel_view import VIEW_FIELDS, kernel_view
+from .kernels import kernel_is_ranked, provenance
 from .speedups import best_order, pick_best, ranks_by_paired, with_baselines
 
 
@@ -61,9 +63,9 @@ def search_counts(*, search: Search) -> dict:
     return counts
 
 
-TREE_FIELDS = ("id", "code", "parent_id", "idea_id", "round", "name", "status", "quarantined", "median_ms",
-               "speedup_vs_eager", "speedup_vs_compile", "verified", "approved_by_id", "origin", "device_name",
-               "precision", "evaluated_at", "reason_code")
+# What the tree's own reads add to each kernel's view (kernel_view.py): who approved it (the ranking), its GPU
+# and when it was judged (the charts). The rows' data is the view alone (views/search_tree.py).
+TREE_EXTRAS = ("approved_by_id", "device_name", "evaluated_at")
 # Not judged: waiting, being judged, or dropped by a cancellation; none counts as a failure.
 UNJUDGED = (Verdict.PENDING, Verdict.EVALUATING, Kernel.CANCELLED)
 
@@ -71,11 +73,8 @@ UNJUDGED = (Verdict.PENDING, Verdict.EVALUATING, Kernel.CANCELLED)
 def search_tree(*, search: Search) -> dict:
     """The search's kernels and ideas as plain dicts plus the links between them: compact
     enough to render 2,000 nodes quickly."""
-    kernels = list(Kernel.objects.filter(search=search).order_by("id").values(*TREE_FIELDS))
-    for k in kernels:
-        sol = speed_of_light(search.problem, k)
-        k["sol"] = sol["fraction"] if sol else None
-        k["status"] = Kernel.shown(k["status"], k.pop("reason_code"))
+    rows = Kernel.objects.filter(search=search).order_by("id").values(*dict.fromkeys(VIEW_FIELDS + TREE_EXTRAS))
+    kernels = [{**kernel_view(k, search.problem), **{name: k[name] for name in TREE_EXTRAS}} for k in rows]
     ideas = list(Idea.objects.filter(search=search).order_by("id").values("id", "parent_kernel_id", "round", "title",
                                                                           "origin"))
     kernel_ids = {k["id"] for k in kernels}
@@ -198,8 +197,9 @@ def search_list(*, problem=None, every_version: bool = False, suite=None, limit:
     """Newest first, each with its planned candidates and best ranked kernel (`best`, as `speedups`
     defines it, with its baseline time; two queries); of one
     problem version, or of all versions of its problem (`every_version`), or on a suite's problems
-    (as suite_search_counts counts them)."""
-    qs = (Search.objects.select_related("problem", "created_by").order_by("-created_at")
+    (as suite_search_counts counts them). `last_event_seq`: its stream's last number, for the list's live rows."""
+    qs = (live_events.with_last_seq(Search.objects, live_events.SEARCH)
+          .select_related("problem", "created_by").order_by("-created_at")
           .annotate(fastest_id=_best_kernel_id(Device.CUDA), top_paired_id=_best_kernel_id(Device.CPU)))
     if problem is not None:
         qs = qs.filter(problem__lineage=problem.lineage) if every_version else qs.filter(problem=problem)

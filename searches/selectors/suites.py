@@ -8,8 +8,9 @@ fast_1 faster ones. A kernel is trusted when correct and not quarantined: a quar
 
 from django.db.models import Count
 
+from evaluation.models import EvaluationJob
 from lib.stats import geomean
-from searches.models import EvaluationJob, Kernel, Problem, Search, Suite, Verdict
+from searches.models import Kernel, Problem, Search, Suite, Verdict
 from searches.problem_memory import input_bytes
 
 from .speedups import pick_best, with_baselines

@@ -2,8 +2,8 @@
 
 from django.db.models import F
 
+from evaluation.models import Worker
 from runner import ceilings
-from searches.models import Worker
 
 
 def target_facts(*, device: str) -> dict:

@@ -7,8 +7,11 @@ all, so callers write `services.search_start(...)`.
 """
 
 from .jobs import (  # noqa: F401
+    EvaluationSink,
     job_fail,
+    job_failure_told,
     job_record_phase,
+    job_record_verdict,
 )
 from .kernels import (  # noqa: F401
     RERUN_TOLERANCE,
@@ -39,15 +42,9 @@ from .problem_fit import (  # noqa: F401
     largest_worker_bytes,
     check_fits_workers,
 )
-from .scheduling import (  # noqa: F401
-    Priority,
-    job_room,
-    search_room,
-    require_job_room,
-    require_search_room,
-    usage,
-)
 from .searches import (  # noqa: F401
+    active_searches,
+    search_usage,
     SEARCH_FORK_OVERRIDES,
     PAUSE_EFFECT,
     search_start,

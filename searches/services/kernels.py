@@ -10,14 +10,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from runner import NOISY_QUARANTINE
 from searches.engine.kick import kick
-from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Search, Verdict
+from searches.models import BenchmarkRun, Kernel, Problem, Search, Verdict
 from searches.selectors.speedups import baseline_of
 
+from . import events
 from .permissions import may_approve, require_steer
-from .scheduling import Priority
 
 RERUN_TOLERANCE = 0.10  # without a paired speedup (GPU), a rerun reproduces when its median is within 10%
 
@@ -54,16 +55,17 @@ def kernel_submit(*, user, problem: Problem, source: str, search: Search | None 
         source=source, origin=Kernel.Origin.USER, author=user,
     )
     purpose = EvaluationJob.Purpose.SEARCH if search is not None else EvaluationJob.Purpose.MANUAL
-    # Outside a search the caller says (a re-judged KernelBench run may leave work to PyTorch).
-    library = search.allow_library if search is not None else allow_library
-    options = {"allow_library": library} if library or search is not None else {}
-    if rule and rule != "kernellab" and search is None:  # a run's correctness rule (runner/common/rules.py)
-        options["rule"] = rule
-    if baselines and search is None:  # a run's baselines beside eager and torch.compile's default
-        options["baselines"] = list(baselines)
+    if search is not None:  # judged as the search's own candidates are
+        options = search.job_options()
+    else:  # the caller says: a re-judged KernelBench run may leave work to PyTorch, judge by another rule
+        options = {"allow_library": True} if allow_library else {}
+        if rule and rule != "kernellab":  # a run's correctness rule (runner/common/rules.py)
+            options["rule"] = rule
+        if baselines:  # a run's baselines beside eager and torch.compile's default
+            options["baselines"] = list(baselines)
     queue.enqueue_kernel(kernel, purpose=purpose, options=options, priority=priority, requested_by=user)
     if search is not None:
-        events.publish(search.id, "kernel.created", events.kernel_payload(kernel))
+        events.publish_kernel(kernel, "kernel.created")
     return kernel
 
 
@@ -113,27 +115,18 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
     if job.purpose == EvaluationJob.Purpose.RERUN and _only_noise_held_it_back(kernel, run):
         # A quiet rerun replaces a timing a disturbed device spoiled: its figures stand, unverified.
         kernel.quarantined, kernel.verified = False, False
-        kernel.median_ms = run.median_ms
-        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
-        kernel.save(update_fields=["quarantined", "verified", "median_ms", "speedup_vs_eager", "speedup_vs_compile"])
+        kernel.save(update_fields=["quarantined", "verified", *kernel.take_figures(run, Kernel.TIMING_FIGURES)])
     elif job.purpose == EvaluationJob.Purpose.RERUN:
         kernel.verified = _kernel_reproduced(kernel, run)
         kernel.save(update_fields=["verified"])
     else:
-        kernel.status, kernel.reason = status, reason
         kernel.reason_code = (result.get("reason_code") or "") if status == Verdict.REJECTED else ""
-        kernel.quarantined = run.quarantined
-        kernel.median_ms = run.median_ms
-        kernel.speedup_vs_eager, kernel.speedup_vs_compile = run.speedup_vs_eager, run.speedup_vs_compile
-        kernel.precision, kernel.device_name = run.precision, run.device_name
         kernel.evaluated_at = timezone.now()
-        kernel.save(update_fields=["status", "reason", "reason_code", "quarantined", "median_ms", "speedup_vs_eager",
-                                   "speedup_vs_compile", "precision", "device_name", "evaluated_at"])
+        kernel.save(update_fields=[*kernel.take_figures(run), "reason_code", "evaluated_at"])
     if run.noisy_reason and run.quarantined and status == Verdict.CORRECT and job.purpose != EvaluationJob.Purpose.RERUN:
         _queue_rerun(kernel)  # out of the rankings until a quiet device times it again
     # The eager time the speedup used, so the page's "Best:" line shows it beside the kernel's.
-    payload = {**events.kernel_payload(kernel), **baseline_of(result.get("paired"), run.baseline)}
-    events.publish_kernel(kernel, "kernel.updated", payload)
+    events.publish_kernel(kernel, "kernel.updated", baseline_of(result.get("paired"), run.baseline))
     if kernel.search_id:
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
@@ -193,7 +186,7 @@ def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
         seed = random.SystemRandom().randrange(1, 2**62)
     first = None if kernel.search_id else kernel.jobs.order_by("id").first()
     # judged again as first judged: a re-judged file keeps its library rule and correctness rule
-    options = {"allow_library": kernel.search.allow_library} if kernel.search_id else dict((first and first.options) or {})
+    options = kernel.search.job_options() if kernel.search_id else dict((first and first.options) or {})
     priority = Priority.INTERACTIVE if getattr(user, "is_authenticated", False) else Priority.SEARCH
     return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=priority,
                                 options=options, requested_by=user)
@@ -209,7 +202,7 @@ def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "")
         return
     kernel.status, kernel.reason, kernel.reason_code = Verdict.FAILED, reason, reason_code
     kernel.save(update_fields=["status", "reason", "reason_code"])
-    events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+    events.publish_kernel(kernel, "kernel.updated")
     if kernel.search_id:
         kick(kernel.search_id)
 
@@ -235,7 +228,7 @@ def kernel_approve(*, kernel: Kernel, user) -> Kernel:
             kernel.approved_by = user
             kernel.approved_at = timezone.now()
             kernel.save(update_fields=["approved_by", "approved_at"])
-            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated")
     return kernel
 
 
@@ -248,4 +241,4 @@ def kernel_mark_evaluating(*, job: EvaluationJob) -> None:
         if kernel.status == Verdict.PENDING:
             kernel.status = Verdict.EVALUATING
             kernel.save(update_fields=["status"])
-            events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+            events.publish_kernel(kernel, "kernel.updated")

@@ -11,9 +11,10 @@ tell (problem_memory.input_bytes is None) is accepted, and the page says so.
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from evaluation.models import Worker
 from evaluation.selectors import WORKER_SEEN_WITHIN
 from runner import Limits
-from searches.models import Device, Worker
+from searches.models import Device
 from searches.problem_memory import input_bytes
 
 RUNNER_COPIES = 4  # inputs, a fresh copy, float64 truths' inputs (2x)

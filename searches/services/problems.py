@@ -6,13 +6,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation import queue
-from live import events
-from searches.models import Device, EvaluationJob, Problem
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
+from searches.models import Device, Problem
 from searches.problem_checks import check_problem_source
 
+from . import events
 from .permissions import require_edit_problem
 from .problem_fit import check_fits_workers
-from .scheduling import Priority
 
 PROBLEM_EDITABLE_FIELDS = ("name", "description", "source", "atol", "rtol", "device")
 

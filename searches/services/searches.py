@@ -6,21 +6,31 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation import queue
+from evaluation import queue, scheduling
+from evaluation.models import EvaluationJob
 from lib.ratelimit import OverQuota
-from live import events
 from proposers.prompts import LANGUAGES
 from proposers.registry import capabilities
 from searches.config import SEARCH_CONFIG as CONFIG
 from searches.engine.kick import kick
-from searches.models import Device, EvaluationJob, Idea, Kernel, Problem, Search, Verdict
+from searches.models import Device, Idea, Kernel, Problem, Search, Verdict
 from searches.selectors.ideas import team_seeds
 from searches.selectors.searches import search_proposer_unavailable
 
+from . import events
 from .jobs import job_fail
 from .kernels import kernel_submit
 from .permissions import require_steer
-from .scheduling import require_search_room
+
+
+def active_searches(user) -> int:
+    """The person's searches queued or running: what their search cap counts (evaluation/scheduling.py)."""
+    return Search.objects.filter(created_by=user, status__in=Search.ACTIVE).count()
+
+
+def search_usage(user) -> dict:
+    """What the person has waiting, against the caps (the 429 page and the header show it)."""
+    return scheduling.usage(user, active_searches)
 
 
 # What a fork may change: every setting (searches/config.py).
@@ -67,7 +77,7 @@ def search_start(*, problem: Problem, user, proposer: str, device: str, **values
                  stop_points_per_dollar=knobs["stop_points_per_dollar"] or 0.0)
     _search_check_knobs(knobs)
     _search_check_startable(problem=problem, proposer=proposer, device=device)
-    require_search_room(user)  # OverQuota past the person's cap on searches queued or running
+    scheduling.require_search_room(user, active_searches)  # OverQuota past the person's cap on searches queued or running
     search = Search.objects.create(problem=problem, created_by=user, **_search_row(knobs))
     if search.seed_from_team:
         _search_seed_from_team(search)
@@ -83,6 +93,8 @@ def _search_row(knobs: dict) -> dict:
     for setting in CONFIG:
         if setting.type is bool:
             row[setting.name] = bool(row[setting.name])
+        elif setting.type is list:  # in the choices' order, each once
+            row[setting.name] = [value for value, _ in setting.choices if value in (row[setting.name] or ())]
         elif setting.type is str and setting.max_length:
             text = row[setting.name] or ""
             row[setting.name] = (text.strip() if setting.name == "name" else text)[:setting.max_length]
@@ -133,7 +145,7 @@ def search_resume(*, search: Search, user) -> Search:
         raise ValidationError(f"Only a paused search can be resumed; this one is {search.status}.", code="status")
     _search_check_startable(problem=search.problem, proposer=search.proposer, device=search.device)
     try:
-        require_search_room(search.created_by)  # it runs as its starter's again
+        scheduling.require_search_room(search.created_by, active_searches)  # it runs as its starter's again
     except OverQuota as refusal:  # said on the search page, where Resume was pressed
         raise ValidationError(refusal.message, code="cap") from refusal
     search.status = Search.Status.RUNNING
@@ -142,8 +154,8 @@ def search_resume(*, search: Search, user) -> Search:
     for kernel in search.kernels.filter(status=Verdict.FAILED):  # never judged: the worker could not run them
         kernel.status, kernel.reason = Verdict.PENDING, ""
         kernel.save(update_fields=["status", "reason"])
-        queue.enqueue_kernel(kernel, options={"allow_library": search.allow_library})
-        events.publish(search.id, "kernel.updated", events.kernel_payload(kernel))
+        queue.enqueue_kernel(kernel, options=search.job_options())
+        events.publish_kernel(kernel, "kernel.updated")
     events.publish_search_status(search)
     kick(search.id)
     return search
@@ -209,7 +221,7 @@ def search_fork(*, search: Search, user, from_kernel: Kernel | None = None, from
         raise ValidationError("That kernel has no source to build on; pick another one.", code="fork")
     _search_check_knobs(knobs)
     _search_check_startable(problem=search.problem, proposer=knobs["proposer"], device=knobs["device"])
-    require_search_room(user)
+    scheduling.require_search_room(user, active_searches)
     row = _search_row(knobs)
     # Named for its source unless a name was given (the knobs carry the source's own name).
     row["name"] = (overrides.get("name") or f"{str(search)[:193]} (fork)")[:CONFIG.name.max_length]
@@ -254,7 +266,7 @@ def _search_copy_path(fork: Search, kernel: Kernel, copies: dict) -> Kernel:
             **original.verdict(),
         )
         copies[original.id] = parent_copy
-        events.publish(fork.id, "kernel.created", events.kernel_payload(parent_copy))
+        events.publish_kernel(parent_copy, "kernel.created")
     return parent_copy
 
 

@@ -5,7 +5,7 @@ One import is one transaction and, from the web, one request, bounded: at most
 SUITE_IMPORT_MAX_PROBLEMS files and SUITE_IMPORT_MAX_BYTES uncompressed, each file within the
 problem size limit, a zip's entries checked against their stated sizes before and after reading.
 Imported problems are stored, not yet validated, unless asked; then each validation is a job of the
-person's (the per-user cap, scheduling.py) in the bulk class, behind people's searches, and what
+person's (the per-user cap, evaluation/scheduling.py) in the bulk class, behind people's searches, and what
 does not fit under the cap is stored unvalidated, with the reason. A suite takes problems from its
 owner (or an administrator); anyone else importing under its name gets a suite of their own.
 """
@@ -26,16 +26,17 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority, job_room, jobs_refusal, search_room, searches_refusal
 from lib.ratelimit import OverQuota
-from searches.models import Device, EvaluationJob, Problem, Search, Suite, SuiteProblem
 from searches.hub_models import hub_refusal
+from searches.models import Device, Problem, Search, Suite, SuiteProblem
 from searches.problem_checks import human_size, model_docstring, size_error
 from searches.problem_memory import input_bytes
 
 from .kernels import kernel_submit
 from .problems import problem_create
-from .scheduling import Priority, job_room, jobs_refusal, search_room, searches_refusal, usage
-from .searches import search_start
+from .searches import active_searches, search_start, search_usage
 
 ACCEPTED, DUPLICATE, REFUSED = "accepted", "duplicate", "refused"
 ZIP_MAX_ENTRIES = 5000  # every entry, folders and other files included, counted before any is read
@@ -305,7 +306,7 @@ def _duplicate_reason(problem: Problem, device: str) -> str:
 
 
 def _cap_reached(user) -> str:
-    jobs = usage(user)["jobs"]
+    jobs = search_usage(user)["jobs"]
     return f"you have {jobs} evaluation job{'s' if jobs != 1 else ''} queued or running, the cap per person"
 
 
@@ -465,8 +466,8 @@ def suite_start_searches(*, user, suite: Suite, **search_fields) -> list[SearchS
 
     Every search counts against the person's cap on active searches: past it the remaining problems
     are refused with the reason, and with no room at all the whole request is (OverQuota)."""
-    if search_room(user) == 0:
-        raise searches_refusal(user)
+    if search_room(user, active_searches) == 0:
+        raise searches_refusal(user, active_searches)
     rows, capped = [], ""
     for member in suite.members.select_related("problem").order_by("level", "number", "id"):
         if capped:

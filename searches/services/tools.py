@@ -4,7 +4,7 @@ never a kernel's verdict)."""
 from django.db import transaction
 from django.utils import timezone
 
-from searches.models import EvaluationJob
+from evaluation.models import EvaluationJob
 
 # What of the runner's answer a tool run keeps: enough to word it for the model, nothing of the sandbox.
 KEPT = ("status", "reason", "reason_code", "log", "compile", "correctness", "timing", "speedup_vs_eager", "paired",

@@ -11,4 +11,4 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def queue_usage(context) -> dict:
     request = context.get("request")
-    return services.usage(getattr(request, "user", None))
+    return services.search_usage(getattr(request, "user", None))

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from lib.diff_table import diff_rows, diff_stats, render_diff
 from lib.plots import timing_chart
 from lib.ratelimit import limits_sandbox_work
+from live import events as live_events
 
 from .. import selectors, services
 from ..models import Kernel, ShareLink, Verdict
@@ -59,8 +60,10 @@ def kernel_stream(kernel: Kernel) -> dict:
     """The event stream that tells this kernel's changes: its search's, or its problem's for a kernel
     of no search. `after` is read before the page's rows: the replay may repeat, never miss."""
     if kernel.search_id:
-        return {"ws": f"/ws/searches/{kernel.search.code}/", "after": kernel.search.last_event_seq}
-    return {"ws": f"/ws/problems/{kernel.problem.code}/", "after": kernel.problem.last_event_seq}
+        return {"ws": f"/ws/searches/{kernel.search.code}/",
+                "after": live_events.last_seq(live_events.SEARCH, kernel.search_id)}
+    return {"ws": f"/ws/problems/{kernel.problem.code}/",
+            "after": live_events.last_seq(live_events.PROBLEM, kernel.problem_id)}
 
 
 @login_required

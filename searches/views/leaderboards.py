@@ -58,10 +58,12 @@ def leaderboard_export(request, code, fmt):
         response = JsonResponse(payload, json_dumps_params={"indent": 2})
     else:
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
+        # The export's columns, then the rest of each kernel's view (selectors/kernel_view.py).
+        columns = EXPORT_COLUMNS + [key for key in selectors.kernel_view_keys() if key not in EXPORT_COLUMNS]
+        writer = csv.DictWriter(out, fieldnames=columns)
         writer.writeheader()
         for row in payload["entries"]:
-            writer.writerow({k: csv_cell(row[k]) for k in EXPORT_COLUMNS})
+            writer.writerow({k: csv_cell(row[k]) for k in columns})
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -6,6 +6,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.gzip import gzip_page
 
+from live import events as live_events
+
 from .. import selectors
 from ..lineage import search_lineage
 from ..models import Search
@@ -17,7 +19,7 @@ ZERO = "00000000-0000-0000-0000-000000000000"
 @gzip_page
 def search_lineage_view(request, code):
     search = get_object_or_404(Search.objects.select_related("problem"), code=code)
-    seq = search.last_event_seq  # read before the rows: the replay may repeat, never miss
+    seq = live_events.last_seq(live_events.SEARCH, search.id)  # read before the rows: the replay may repeat, never miss
     config = {
         "seq": seq, "ws": f"/ws/searches/{search.code}/",
         "kernel_url": reverse("kernel_detail", kwargs={"code": ZERO}), "compare_url": reverse("compare"),

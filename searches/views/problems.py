@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_http_methods
 
 from lib.ratelimit import limits_sandbox_work
+from live import events as live_events
 
 from .. import selectors, services
 from ..forms import ProblemCreateForm, ProblemForm
@@ -52,6 +53,7 @@ def problem_detail(request, code):
         "input_bytes": input_bytes(problem.source),
         "playbook_unsupported": selectors.playbook_support(problem),
         "may_edit": services.may_edit_problem(problem, request.user),
+        "last_event_seq": live_events.last_seq(live_events.PROBLEM, problem.id),
     }
     return render(request, "searches/problems/detail.html", context)
 

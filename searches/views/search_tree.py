@@ -1,9 +1,10 @@
-"""The search tree as HTML, built in one pass over plain dicts: a nested list of kernel nodes
-joined by idea nodes. Built here rather than by template recursion so a 2,000-kernel search
+"""The search tree as HTML, built in one pass over plain dicts (each kernel's `kernel_view`): a nested list of
+kernel nodes joined by idea nodes. Built here rather than by template recursion so a 2,000-kernel search
 renders in milliseconds. Every piece of text goes through `escape`. A crowd on one page shares one
 render per change (`cached_for_search`)."""
 
 import hashlib
+import json
 import logging
 import threading
 from html import escape
@@ -11,6 +12,7 @@ from html import escape
 from django.core.cache import cache
 
 from ..models import Kernel, Verdict
+from ..selectors import TREE_EXTRAS
 
 log = logging.getLogger(__name__)
 
@@ -80,44 +82,18 @@ def matching_ids(tree: dict, *, status: str = "", round_: int | None = None) -> 
 
 def render_tree(tree: dict, *, kernel_url=None, pickable: bool = True, shown: set | None = None,
                 idea_stats: list | None = None) -> str:
-    """`kernel_url(code)` links nodes (None on shared pages: plain text)."""
+    """`kernel_url(code)` links nodes (None on shared pages: plain text). After the tree, the empty kernel row
+    in a <template> (`kernel_row_template`): the live script fills a copy of it for each new kernel."""
     out: list[str] = []
     best = tree["best_path"]
     # One reverse() for the whole tree, not one per node.
-    url_pattern = kernel_url("00000000-0000-0000-0000-000000000000") if kernel_url else None
-    url_head, _, url_tail = (url_pattern or "").partition("00000000-0000-0000-0000-000000000000")
+    url_pattern = kernel_url(ZERO) if kernel_url else None
+    link = url_pattern.partition(ZERO)[::2] if url_pattern else None
     rates = {s["idea"]["id"]: s for s in idea_stats} if idea_stats else {}
 
     def kernel_node(k):
-        # Compact on purpose: 2,000 of these make one page. Empty parts are left out; the
-        # live script creates them when an update needs them.
-        classes = f"k s-{k['status']}" + (" best" if k["id"] in best["kernels"] else "") + (
-            " q" if k["quarantined"] else "")
-        flags = (" data-q" if k["quarantined"] else "") + (
-            " data-ok" if k["approved_by_id"] is not None and k["verified"] else "") + (
-            " hidden" if shown is not None and ("k", k["id"]) not in shown else "")
-        mark, label = MARKS.get(k["status"], ("?", k["status"]))
-        name = escape(kernel_label(k))
-        link = f'<a href="{url_head}{k["code"]}{url_tail}">{name}</a>' if kernel_url else f'<span class="n">{name}</span>'
-        ms = "" if k["median_ms"] is None else k["median_ms"]
-        # The speedups let the live script redraw the "Best:" line when a faster kernel lands.
-        speeds = "" if k["speedup_vs_eager"] is None and k["speedup_vs_compile"] is None else (
-            f' data-se="{_or_empty(k["speedup_vs_eager"])}" data-sc="{_or_empty(k["speedup_vs_compile"])}"'
-            f' data-eb="{_or_empty(k.get("eager_ms"))}" data-b="{k.get("baseline", "")}"')
-        out.append(
-            f'<li class="{classes}" id="k-{k["id"]}" data-p="{k["parent_id"] or ""}" data-i="{k["idea_id"] or ""}" '
-            f'data-r="{k["round"]}" data-s="{k["status"]}" data-ms="{ms}"{speeds}{flags}>'
-            f'<div class="row"><i class="m">{mark}</i>{link}<small>R{k["round"]} · {label}</small>'
-        )
-        if k["median_ms"] is not None:
-            out.append(f'<span class="t">{_timing(k)}</span>')
-        if k["quarantined"]:
-            out.append(f'<span class="qm">{QUARANTINE_MARK[0]} quarantined</span>')
-        if k["verified"]:
-            out.append('<span class="vb">verified rerun</span>')
-        if pickable:
-            out.append(f'<input type="checkbox" class="pick" name="k" value="{k["code"]}" aria-label="compare">')
-        out.append("</div>")
+        hidden = shown is not None and ("k", k["id"]) not in shown
+        out.append(kernel_row(k, link=link, pickable=pickable, best=k["id"] in best["kernels"], hidden=hidden))
         ideas, repairs = tree["ideas_of_kernel"].get(k["id"], ()), tree["repairs_of_kernel"].get(k["id"], ())
         if ideas or repairs:
             out.append("<ul>")
@@ -147,11 +123,54 @@ def render_tree(tree: dict, *, kernel_url=None, pickable: bool = True, shown: se
     for idea in tree["root_ideas"]:
         idea_node(idea)
     out.append("</ul>")
+    out.append(kernel_row_template(link=link, pickable=pickable))
     return "".join(out)
 
 
-def _or_empty(value) -> str:
-    return "" if value is None else repr(float(value))
+ZERO = "00000000-0000-0000-0000-000000000000"
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+def kernel_row(k: dict, *, link: tuple[str, str] | None, pickable: bool, best: bool = False, hidden: bool = False,
+               every_part: bool = False) -> str:
+    """One kernel's node, its <li> left open for its children: the one markup of a kernel in the tree.
+    `data-k` is the kernel's view (selectors/kernel_view.py) with its baseline, as its live events carry it:
+    the script reads and updates it there, so a field added to the view reaches the row. `link`: the
+    kernel URL's text around the code (None: plain text). Compact on purpose: 2,000 of these make one page,
+    so empty parts are left out unless `every_part` (the template the script fills)."""
+    classes = f"k s-{k['status']}" + (" best" if best else "") + (" q" if k["quarantined"] else "")
+    view = {key: value for key, value in k.items() if key not in TREE_EXTRAS}
+    mark, label = MARKS.get(k["status"], ("?", k["status"]))
+    name = escape(kernel_label(k)) if k["code"] else ""
+    anchor = f'<a href="{link[0]}{k["code"]}{link[1]}">{name}</a>' if link else f'<span class="n">{name}</span>'
+    data = f" data-k='{_single_quoted(_JSON.encode(view))}'" if k["code"] else ""
+    out = [f'<li class="{classes}" id="k-{k["id"]}"{data}{" hidden" if hidden else ""}>'
+           f'<div class="row"><i class="m">{mark}</i>{anchor}'
+           f'<small>R{k["round"]} · {label}</small>']
+    if k["median_ms"] is not None or every_part:
+        out.append(f'<span class="t">{_timing(k)}</span>')
+    if k["quarantined"] or every_part:
+        out.append(f'<span class="qm">{QUARANTINE_MARK[0] + " quarantined" if k["quarantined"] else ""}</span>')
+    if k["verified"] or every_part:
+        out.append(f'<span class="vb">{"verified rerun" if k["verified"] else ""}</span>')
+    if pickable:
+        out.append(f'<input type="checkbox" class="pick" name="k" value="{k["code"]}" aria-label="compare">')
+    out.append("</div>")
+    return "".join(out)
+
+
+def kernel_row_template(*, link: tuple[str, str] | None, pickable: bool) -> str:
+    """An empty kernel row, every part present, inside a <template> (inert): the live script copies it for a
+    kernel the page has not drawn, and copies a missing part from it, then fills both as it updates a row."""
+    blank = {"id": "", "code": "", "name": "", "round": "", "status": "", "quarantined": False, "verified": False,
+             "median_ms": None}
+    row = kernel_row(blank, link=link, pickable=pickable, every_part=True)
+    return f'<template id="kernel-row">{row}</li></template>'
+
+
+def _single_quoted(text: str) -> str:
+    """`text` for an attribute in single quotes: JSON is full of double quotes, six bytes each escaped."""
+    return escape(text, quote=False).replace("'", "&#x27;")
 
 
 def _rate(stat: dict | None) -> str:
@@ -161,13 +180,15 @@ def _rate(stat: dict | None) -> str:
 
 
 def _timing(k: dict) -> str:
+    if k["median_ms"] is None:
+        return ""
     parts = [f'{k["median_ms"]:.4g} ms']
     if k["speedup_vs_eager"] is not None:
         parts.append(f'{k["speedup_vs_eager"]:.2f}× {k.get("baseline") or "eager"}')
     if k["speedup_vs_compile"] is not None:
         parts.append(f'{k["speedup_vs_compile"]:.2f}× compile')
-    if k.get("sol") is not None:
-        parts.append(f'{k["sol"]:.0%} SOL')
+    if k.get("speed_of_light") is not None:
+        parts.append(f'{k["speed_of_light"]:.0%} SOL')
     return " · ".join(parts)
 
 
@@ -176,13 +197,13 @@ def _timing(k: dict) -> str:
 TREE_CACHE_SECONDS = 3600  # a bound on memory, not on staleness: a change changes the key
 
 
-def cached_for_search(search, part: str, build):
+def cached_for_search(search, seq: int, part: str, build):
     """`build()` once per change of `search`, then from Django's cache. Every change to a search's
-    tree publishes an event (live.events.publish bumps `last_event_seq` in the same transaction),
-    so a key on (search, last_event_seq) changes exactly when the tree does. The search's code, a
+    tree publishes an event (live.events.publish bumps the stream's number in the same transaction),
+    so a key on (search, `seq`: its last number, read before building) changes exactly when the tree does. The search's code, a
     random UUID, keeps the key apart from another database's search of the same id. A cache that
     fails (Redis down) costs the render, never the page."""
-    key = "search-page:" + hashlib.sha256(f"{search.code}:{search.last_event_seq}:{part}".encode()).hexdigest()
+    key = "search-page:2:" + hashlib.sha256(f"{search.code}:{seq}:{part}".encode()).hexdigest()
     hit = _cache_get(key)
     if hit is not None:
         return hit

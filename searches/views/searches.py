@@ -17,6 +17,7 @@ from lib import gzip_parts
 from lib.gzip_parts import Compressed
 from lib.plots import idea_outcomes_chart, speedup_chart, speedup_over_time_chart
 from lib.ratelimit import limits_sandbox_work
+from live import events as live_events
 
 from .. import selectors, services
 from ..forms import IdeaAddForm, KernelSubmitForm, SearchForkForm, SearchStartForm
@@ -83,7 +84,7 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
                    shared_kernel_url=None) -> dict:
     """Everything the search page shows; also used by its read-only shared version, whose nodes
     link through `shared_kernel_url(code)` to the token-scoped kernel pages."""
-    last_seq = search.last_event_seq  # read before the tree: replay may repeat, never miss
+    last_seq = live_events.last_seq(live_events.SEARCH, search.id)  # read before the tree: replay may repeat, never miss
     kernel_url = shared_kernel_url if shared else (lambda c: reverse("kernel_detail", kwargs={"code": c}))
 
     def tree_parts() -> dict:  # the tree and what is drawn from it, rendered: the same for every viewer
@@ -119,7 +120,7 @@ def search_context(search: Search, *, status: str = "", round_: int | None = Non
     return {
         "search": search,
         "problem": search.problem,
-        **cached_for_search(search, page, tree_parts),
+        **cached_for_search(search, last_seq, page, tree_parts),
         "tree_html": TREE_MARKER,
         "planned": planned,
         "percent": min(100, round(100 * search.candidates_evaluated / planned)) if planned else 0,
@@ -176,7 +177,8 @@ def search_queue_note(search: Search) -> str:
 def search_insights(request, code):
     """The charts, the ideas table and the provenance alone: the search page fetches them again as kernels land."""
     search = get_object_or_404(Search, code=code)
-    insights_html = cached_for_search(search, "insights",  # every viewer fetches it after each verdict
+    seq = live_events.last_seq(live_events.SEARCH, search.id)
+    insights_html = cached_for_search(search, seq, "insights",  # every viewer fetches it after each verdict
                                       lambda: render_insights(insights_context(search, selectors.search_tree(search=search))))
     context = {"insights_html": insights_html, "provenance": selectors.search_provenance(search=search),
                "queue_note": search_queue_note(search), "fragment": True}

@@ -5,10 +5,10 @@ and one search configuration started over a suite."""
 import csv
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
-from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -29,7 +29,7 @@ def suite_list(request):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-@limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (scheduling.py)
+@limits_sandbox_work  # one POST; each validation it queues counts against the person's cap (evaluation/scheduling.py)
 def suite_import(request):
     initial = {"name": request.GET.get("suite", ""), "device": selectors.default_device()}
     form = SuiteImportForm(request.POST or None, request.FILES or None, initial=initial)

@@ -11,7 +11,7 @@
   const ZERO = "00000000-0000-0000-0000-000000000000";
   const root = document.getElementById("tree-root");
   const state = { lastSeq: cfg.seq };
-  const nodes = new Map(); // kernel id -> {parent, idea, status, ms, q, ok}
+  const nodes = new Map(); // kernel id -> its view (searches/selectors/kernel_view.py), with its baseline
   window.kernelLabLive = state;
 
   function el(tag, cls) {
@@ -24,16 +24,12 @@
   function setCount(id, n, noun) { setText(id, String(n)); setText(id + "-noun", noun + (n === 1 ? "" : "s")); }
 
   // --- the tree -------------------------------------------------------------------------
-  // Markup (see searches/views/search_tree.py): li.k#k-<id> data-p data-i data-r data-s data-ms
-  // [data-se data-sc] [data-q] [data-ok] > div.row > i.m, a, small, [span.t], [span.qm], [span.vb], input.pick; ul.
-  function readNode(li) {
-    const d = li.dataset;
-    return { parent: d.p ? +d.p : null, idea: d.i ? +d.i : null, status: d.s,
-             ms: d.ms === "" ? null : +d.ms, q: "q" in d, ok: "ok" in d, round: +d.r,
-             eager: d.se ? +d.se : null, compile: d.sc ? +d.sc : null,
-             eagerMs: d.eb ? +d.eb : null, baseline: d.b || "eager" };
-  }
-  root.querySelectorAll("li.k").forEach((li) => nodes.set(+li.id.slice(2), readNode(li)));
+  // Markup: searches/views/search_tree.py's kernel_row, the one definition. Each li.k carries its kernel's
+  // view (searches/selectors/kernel_view.py) as JSON in data-k: the same dict the live events carry, so
+  // the page's model of a node is that dict. A kernel the page has not drawn is a copy of the empty row
+  // in <template id="kernel-row">, rendered by the same function, then filled as any update fills a row.
+  const rowTemplate = document.getElementById("kernel-row");
+  root.querySelectorAll("li.k").forEach((li) => nodes.set(+li.id.slice(2), JSON.parse(li.dataset.k)));
 
   function childList(li) {
     let ul = li.querySelector(":scope > ul");
@@ -47,50 +43,52 @@
     if (parent) return childList(parent);
     return root;
   }
-  // The row's optional part with this class, created (before the checkbox) when missing.
+  // The row's optional part with this class: server rows leave empty ones out, so a missing one is
+  // copied from the template's row, in the template's order.
   function part(row, cls) {
     let e = row.querySelector(":scope > ." + cls);
-    if (!e) { e = el("span", cls); row.insertBefore(e, row.querySelector(":scope > input.pick")); }
+    if (e) return e;
+    const order = Array.from(rowTemplate.content.querySelector(".row").children);
+    const at = order.findIndex((c) => c.classList.contains(cls));
+    e = order[at].cloneNode(false);
+    const next = order.slice(at + 1).map((c) => c.className && row.querySelector(":scope > ." + c.classList[0])).find(Boolean);
+    row.insertBefore(e, next || null);
     return e;
   }
 
-  function kernelNode(k) {
-    const li = el("li", "k");
+  function newKernelRow(k) {
+    const li = rowTemplate.content.firstElementChild.cloneNode(true);
     li.id = "k-" + k.id;
-    const row = el("div", "row");
-    const link = el("a"); link.href = cfg.kernel_url.replace(ZERO, k.code);
-    const pick = el("input", "pick");
-    pick.type = "checkbox"; pick.name = "k"; pick.value = k.code; pick.setAttribute("aria-label", "compare");
-    row.append(el("i", "m"), link, el("small"), pick);
-    li.append(row);
+    const link = li.querySelector(".row > a");
+    if (link) link.href = cfg.kernel_url.replace(ZERO, k.code);
+    const pick = li.querySelector("input.pick");
+    if (pick) pick.value = k.code;
     return li;
   }
 
   function timing(k) {
     if (k.median_ms === null) return "";
     const parts = [num(k.median_ms, 4) + " ms"];
-    if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× " + (k.baseline || (nodes.get(k.id) || {}).baseline || "eager"));
+    if (k.speedup_vs_eager !== null) parts.push(k.speedup_vs_eager.toFixed(2) + "× " + (k.baseline || "eager"));
     if (k.speedup_vs_compile !== null) parts.push(k.speedup_vs_compile.toFixed(2) + "× compile");
     if (k.speed_of_light !== null && k.speed_of_light !== undefined) parts.push(Math.round(k.speed_of_light * 100) + "% SOL");
     return parts.join(" · ");
   }
 
-  function applyKernel(k) {
-    let li = document.getElementById("k-" + k.id);
+  function applyKernel(payload) {
+    let li = document.getElementById("k-" + payload.id);
     if (!li) {
-      li = kernelNode(k);
-      container(k.parent_id, k.idea_id).append(li);
+      li = newKernelRow(payload);
+      container(payload.parent_id, payload.idea_id).append(li);
       setCount("kernel-count", nodes.size + 1, "kernel");
     }
+    // A verdict's event carries the eager time its speedup used; other events keep the known one.
+    const known = nodes.get(payload.id) || {};
+    const k = { ...payload, eager_ms: payload.eager_ms ?? known.eager_ms ?? null,
+                baseline: payload.baseline || known.baseline || "eager" };
     const [markText, label] = cfg.marks[k.status] || ["?", k.status];
-    const ok = k.verified && k.approved;  // a quarantined kernel ranks once verified and approved
     li.className = "k s-" + k.status + (k.quarantined ? " q" : "");
-    Object.assign(li.dataset, { p: k.parent_id || "", i: k.idea_id || "", r: k.round, s: k.status,
-                                ms: k.median_ms === null ? "" : k.median_ms,
-                                se: k.speedup_vs_eager === null ? "" : k.speedup_vs_eager,
-                                sc: k.speedup_vs_compile === null ? "" : k.speedup_vs_compile });
-    if (k.quarantined) li.dataset.q = ""; else delete li.dataset.q;
-    if (ok) li.dataset.ok = ""; else delete li.dataset.ok;
+    li.dataset.k = JSON.stringify(k);
     const row = li.querySelector(":scope > .row");
     row.querySelector(".m").textContent = markText;
     row.querySelector("a, .n").textContent = k.name || "kernel " + k.code.slice(0, 8);
@@ -98,12 +96,7 @@
     part(row, "t").textContent = timing(k);
     part(row, "qm").textContent = k.quarantined ? cfg.quarantine[0] + " quarantined" : "";
     part(row, "vb").textContent = k.verified ? "verified rerun" : "";
-    // A verdict's event carries the eager time its speedup used; other events keep the known one.
-    const known = nodes.get(k.id) || {};
-    nodes.set(k.id, { parent: k.parent_id, idea: k.idea_id, status: k.status, ms: k.median_ms,
-                      q: k.quarantined, ok: ok, round: k.round, eager: k.speedup_vs_eager,
-                      compile: k.speedup_vs_compile, eagerMs: k.eager_ms ?? known.eagerMs ?? null,
-                      baseline: k.baseline || known.baseline || "eager" });
+    nodes.set(k.id, k);
   }
 
   function applyIdea(idea) {
@@ -124,12 +117,14 @@
     row.querySelector("small").textContent = "R" + idea.round + " · " + idea.origin;
   }
 
-  function ranked(n) { return n.status === "correct" && n.ms !== null && (!n.q || n.ok); }
+  // A quarantined kernel ranks once verified and approved.
+  function ranked(n) { return n.status === "correct" && n.median_ms !== null && (!n.quarantined || (n.verified && n.approved)); }
   // Ordered as searches/selectors/speedups.py: on the CPU the highest paired speedup, else the
   // fastest median; ties go to the faster, then the older kernel.
   function better(a, aId, b, bId) {
-    if (cfg.paired && (a.eager || 0) !== (b.eager || 0)) return (a.eager || 0) > (b.eager || 0);
-    return a.ms < b.ms || (a.ms === b.ms && aId < bId);
+    const ae = a.speedup_vs_eager || 0, be = b.speedup_vs_eager || 0;
+    if (cfg.paired && ae !== be) return ae > be;
+    return a.median_ms < b.median_ms || (a.median_ms === b.median_ms && aId < bId);
   }
   function bestKernel() {
     let bestId = null, best = null;
@@ -146,8 +141,8 @@
       seen.add(id);
       const n = nodes.get(id);
       const li = document.getElementById("k-" + id); if (li) li.classList.add("best");
-      const idea = n.idea && document.getElementById("i-" + n.idea); if (idea) idea.classList.add("best");
-      id = n.parent;
+      const idea = n.idea_id && document.getElementById("i-" + n.idea_id); if (idea) idea.classList.add("best");
+      id = n.parent_id;
     }
   }
   // "Best: 0.2500 ms · 4.00× eager · 3.20× compile", worded as templates/searches/search/_tree.html.
@@ -155,11 +150,11 @@
     const line = document.getElementById("best-line");
     if (!line || bestId === null) return;
     const n = nodes.get(bestId);
-    const strong = el("strong"); strong.textContent = n.ms.toFixed(4) + " ms";
+    const strong = el("strong"); strong.textContent = n.median_ms.toFixed(4) + " ms";
     let tail = "";
-    if (n.eager) tail += " · " + n.eager.toFixed(2) + "× " + n.baseline
-      + (n.eagerMs ? " (" + n.baseline + " " + n.eagerMs.toFixed(4) + " ms)" : "");
-    if (n.compile) tail += " · " + n.compile.toFixed(2) + "× compile";
+    if (n.speedup_vs_eager) tail += " · " + n.speedup_vs_eager.toFixed(2) + "× " + n.baseline
+      + (n.eager_ms ? " (" + n.baseline + " " + n.eager_ms.toFixed(4) + " ms)" : "");
+    if (n.speedup_vs_compile) tail += " · " + n.speedup_vs_compile.toFixed(2) + "× compile";
     line.replaceChildren("Best: ", strong, tail);
     line.hidden = false;
   }
@@ -167,10 +162,10 @@
   function showIdeaRates() {
     const counts = new Map();
     nodes.forEach((n) => {
-      if (!n.idea || UNSETTLED.has(n.status) || n.status === "cancelled") return;
-      const c = counts.get(n.idea) || [0, 0];
+      if (!n.idea_id || UNSETTLED.has(n.status) || n.status === "cancelled") return;
+      const c = counts.get(n.idea_id) || [0, 0];
       c[1] += 1; if (n.status === "correct") c[0] += 1;
-      counts.set(n.idea, c);
+      counts.set(n.idea_id, c);
     });
     root.querySelectorAll("li.i").forEach((li) => {
       const c = counts.get(+li.id.slice(2));
@@ -204,8 +199,9 @@
   const filterRound = document.getElementById("filter-round");
   function matches(li) {
     const s = filterStatus ? filterStatus.value : "", r = filterRound ? filterRound.value : "";
-    const statusOk = !s || (s === "quarantined" ? "q" in li.dataset : li.dataset.s === s);
-    return statusOk && (!r || li.dataset.r === r);
+    const n = nodes.get(+li.id.slice(2)) || {};
+    const statusOk = !s || (s === "quarantined" ? n.quarantined : n.status === s);
+    return statusOk && (!r || String(n.round) === r);
   }
   function applyFilter() {
     const active = (filterStatus && filterStatus.value) || (filterRound && filterRound.value);

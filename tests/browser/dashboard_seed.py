@@ -7,6 +7,7 @@ import textwrap
 PRELUDE = """
 import json
 from django.contrib.auth import get_user_model
+from live.events import SEARCH, last_seq
 from tests.searches import dashboard_data as d
 owner = get_user_model().objects.get(username="e2e")
 """
@@ -39,7 +40,7 @@ i2 = d.idea(search=s, parent_kernel=fast, title="Fuse the epilogue", round=2, pu
 faster = d.kernel(problem=p, search=s, idea=i2, parent=fast, round=2, median_ms=0.25, name="faster kernel",
                   publish=True)
 s.refresh_from_db()
-out = dict(problem=str(p.code), search=str(s.code), search_id=s.id, seq=s.last_event_seq,
+out = dict(problem=str(p.code), search=str(s.code), search_id=s.id, seq=last_seq(SEARCH, s.id),
            seed=str(seed.code), fast=str(fast.code), broken=str(broken.code), faster=str(faster.code),
            fast_id=fast.id, i2=i2.id, problem_id=p.id)
 """)
@@ -56,7 +57,7 @@ if {title!r}:
 made = [d.kernel(problem=s.problem, search=s, idea=idea, parent=idea.parent_kernel, round=idea.round,
                  name=n, median_ms=0.3 + k / 100, publish=True) for k, n in enumerate({names!r})]
 s.refresh_from_db()
-out = dict(ids=[k.id for k in made], seq=s.last_event_seq, idea=idea.id)
+out = dict(ids=[k.id for k in made], seq=last_seq(SEARCH, s.id), idea=idea.id)
 """)
 
 
@@ -69,7 +70,7 @@ seed = s.kernels.get(origin="seed")
 child = s.kernels.filter(idea__parent_kernel=seed).order_by("id").first()
 out = dict(search=str(s.code), search_id=s.id, kernels=s.kernels.count(), ideas=s.ideas.count(), seed=seed.id,
            seed_code=str(seed.code), child=child.id, child_code=str(child.code), idea=child.idea_id,
-           seq=s.last_event_seq)
+           seq=last_seq(SEARCH, s.id))
 """)
 
 

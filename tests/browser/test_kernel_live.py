@@ -49,7 +49,8 @@ out = dict(problem=str(p.code))
     assert blocked == []  # and no inline script
     # Each phase's seconds, kept for the ETAs of the runs after it; the stream told each one.
     kept = dashboard_seed.run(stack, f"""
-from searches.models import EvaluationJob, ProblemEvent
+from evaluation.models import EvaluationJob
+from live.models import ProblemEvent
 job = EvaluationJob.objects.get(problem__code={seeded['problem']!r}, purpose="manual")
 out = dict(seconds=job.phase_seconds, phase=job.phase,
            kinds=list(ProblemEvent.objects.filter(problem=job.problem).values_list("kind", flat=True)))

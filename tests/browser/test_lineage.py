@@ -13,7 +13,7 @@ def write_verdict(stack, search_id: int, idea_id: int) -> dict:
     """Another process adds a waiting kernel, gives it the fastest correct verdict yet, then an idea."""
     return dashboard_seed.run(stack, f"""
 from django.db import transaction
-from live import events
+from searches.services import events
 from searches.models import Idea, Search
 s = Search.objects.get(pk={search_id})
 idea = Idea.objects.get(pk={idea_id})
@@ -22,7 +22,7 @@ k = d.kernel(problem=s.problem, search=s, idea=idea, parent=idea.parent_kernel, 
 with transaction.atomic():
     k.status, k.median_ms, k.speedup_vs_eager, k.speedup_vs_compile = "correct", 0.01, 100.0, 80.0
     k.save()
-    events.publish(s.id, "kernel.updated", events.kernel_payload(k))
+    events.publish_kernel(k, "kernel.updated")
 follow_up = d.idea(search=s, parent_kernel=k, title="Unroll it further", round=idea.round + 1, publish=True)
 out = dict(id=k.id, idea=follow_up.id)
 """)

@@ -13,7 +13,7 @@ def finish(stack, code: str) -> None:
     """Another process ends the search the way the engine does: the change and its events, one transaction."""
     dashboard_seed.run(stack, f"""
 from django.db import transaction
-from live import events
+from searches.services import events
 from searches.models import Search
 from django.utils import timezone
 s = Search.objects.get(code={code!r})

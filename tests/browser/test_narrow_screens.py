@@ -25,7 +25,8 @@ def seed_long_rows(stack) -> dict:
     seeded = dashboard_seed.small_search(stack, LONG)
     more = dashboard_seed.run(stack, f"""
 from django.utils import timezone
-from searches.models import EvaluationJob, Problem, Search, Suite, SuiteProblem, Worker
+from evaluation.models import EvaluationJob, Worker
+from searches.models import Problem, Search, Suite, SuiteProblem
 p = Problem.objects.get(code={seeded['problem']!r})
 suite = Suite.objects.create(name={LONG!r} + "_suite", created_by=owner)
 SuiteProblem.objects.create(suite=suite, problem=p, level=1, number=1, file_name="level1/1_" + {LONG!r} + ".py")

@@ -44,7 +44,7 @@ SNAPSHOT_JS = """() => {
 def change(stack, body: str) -> dict:
     return dashboard_seed.run(stack, """
 from django.db import transaction
-from live import events
+from searches.services import events
 from searches.engine.records import set_status
 from searches.models import BenchmarkRun, Idea, Kernel, Search
 """ + body)
@@ -85,7 +85,7 @@ with transaction.atomic():
     k.save()
     BenchmarkRun.objects.create(kernel=k, status="correct", median_ms=0.125, device_name="NVIDIA H100",
                                 environment={{**d.ENV, "device_name": "NVIDIA H100", "runner_version": "2"}})
-    events.publish(k.search_id, "kernel.updated", events.kernel_payload(k))
+    events.publish_kernel(k, "kernel.updated")
 out = {{}}
 """)
     expect(page.locator(f"#k-{kernel}")).to_contain_text("Correct")
@@ -102,7 +102,7 @@ fast = s.kernels.get(name="fast kernel")
 with transaction.atomic():
     fast.verified = True
     fast.save()
-    events.publish(s.id, "kernel.updated", events.kernel_payload(fast))
+    events.publish_kernel(fast, "kernel.updated")
 k = d.kernel(problem=s.problem, search=s, idea=Idea.objects.get(pk={idea}), parent=s.kernels.get(name="faster kernel"),
              round=4, status="timeout", name="slow to build", publish=True)
 out = dict(id=k.id)
@@ -130,7 +130,7 @@ out = {{}}
     expect(page.locator("#p-elapsed")).to_have_text(re.compile(r"^\d+ s$"))
     final = change(stack, f"""
 set_status({sid}, "completed", "All 4 rounds done.")
-out = dict(seq=Search.objects.get(pk={sid}).last_event_seq)
+out = dict(seq=last_seq(SEARCH, {sid}))
 """)
     expect(page.locator("#search-status")).to_have_text("Completed")
     expect(page.locator("#stop-reason")).to_have_text("All 4 rounds done.")

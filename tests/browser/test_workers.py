@@ -19,7 +19,7 @@ def test_workers_page_shows_the_stacks_evaluator_and_follows_new_ones(logged_in_
     expect(own.first).to_be_visible(timeout=30_000)  # the Procfile's evaluator
     dashboard_seed.run(stack, """
 from django.utils import timezone
-from searches.models import Worker
+from evaluation.models import Worker
 Worker.objects.create(name="gpu-host-7:cuda0", host="gpu-host-7", pid=99, device="cuda", device_name="NVIDIA H200",
                       heartbeat_at=timezone.now())
 out = {}

@@ -7,9 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob
 from evaluation.worker import PhaseClock
+from live.models import ProblemEvent
 from searches import services
-from searches.models import EvaluationJob, ProblemEvent
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation import leases, queue
-from searches.models import EvaluationJob, Kernel, Problem, Worker
+from evaluation.models import EvaluationJob, Worker
+from evaluation.scheduling import Priority
 from searches import services
-from searches.services.scheduling import Priority
+from searches.models import Kernel, Problem
 from tests.searches import dashboard_data
 from tests.searches.problem_samples import SOFTMAX
 
@@ -167,7 +168,7 @@ def test_a_database_fault_before_the_run_is_handed_back_without_spending_an_atte
 
 def test_claims_take_interactive_work_then_a_searchs_candidates_then_bulk_work():
     """One person's bulk work queued first (a suite import with validation) does not hold back a
-    search's candidates, and a person's own kernel goes ahead of both (searches/services/scheduling.py)."""
+    search's candidates, and a person's own kernel goes ahead of both (evaluation/scheduling.py)."""
     ada, bob = dashboard_data.user("ada"), dashboard_data.user("bob")
     files = [(f"level1/{n}_Softmax.py", (f"# {n}\n" + SOFTMAX).encode()) for n in (1, 2, 3)]
     services.suite_import(user=ada, suite_name="bulk", files=files, device="cpu", validate=True)

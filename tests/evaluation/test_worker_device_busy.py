@@ -4,9 +4,10 @@ attempt, never the problem: it ends `error` ("could not run"), not `invalid`."""
 import pytest
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.worker import EvaluationWorker
 from runner.host import evaluation
-from searches.models import EvaluationJob, Problem
+from searches.models import Problem
 from tests.runner.test_timing_lock import OUT_OF_MEMORY_PROBLEM
 
 

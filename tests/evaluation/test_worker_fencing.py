@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from evaluation import leases, queue
 from evaluation import worker as worker_module
+from evaluation.models import EvaluationJob, Worker
 from evaluation.worker import EvaluationWorker
-from searches.models import BenchmarkRun, EvaluationJob, Kernel, Problem, Worker
+from searches.models import BenchmarkRun, Kernel, Problem
 from tests.runner import sources
 from tests.searches.test_engine import runner_verdict
 

@@ -3,8 +3,9 @@
 import pytest
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
 from evaluation.worker import EvaluationWorker
-from searches.models import EvaluationJob, Kernel, Problem
+from searches.models import Kernel, Problem
 from tests.runner import sources
 
 

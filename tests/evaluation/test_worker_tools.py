@@ -7,9 +7,9 @@ from contextlib import contextmanager
 import pytest
 
 from evaluation import leases, queue
+from evaluation.models import EvaluationJob
 from evaluation.worker import EvaluationWorker
-from searches.models import BenchmarkRun, EvaluationJob
-
+from searches.models import BenchmarkRun
 from tests.searches.test_engine import problem, runner_verdict  # noqa: F401  (fixture)
 from tests.searches.test_engine_llm import start
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation import selectors
 from evaluation.devices import record_device_facts
-from searches.models import EvaluationJob, Worker
+from evaluation.models import EvaluationJob, Worker
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

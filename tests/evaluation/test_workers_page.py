@@ -8,7 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation import selectors
-from searches.models import EvaluationJob, Worker
+from evaluation.models import EvaluationJob, Worker
+from searches.models import Kernel
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
@@ -125,6 +126,18 @@ def test_queue_summary_counts_jobs_per_device():
     assert 400 <= queues["cuda"]["oldest_queued_age"] < 460
     assert queues["cpu"] == {"device": "cpu", "label": "CPU", "queued": 0, "running": 0, "failed": 1,
                              "oldest_queued_age": None}
+
+
+def test_a_job_its_search_cancellation_dropped_is_no_failure_of_the_queue():
+    """evaluation reads the kernel's reason code by name (it imports no searches model): the same code."""
+    assert selectors.CANCELLED == Kernel.CANCELLED
+    p = d.problem()
+    dropped = d.kernel(problem=p, status="failed", reason_code=Kernel.CANCELLED)
+    failed = d.kernel(problem=p, status="failed")
+    job(p, kernel=dropped, status="failed", finished_ago=60)
+    job(p, kernel=failed, status="failed", finished_ago=60)
+    queues = {q["device"]: q for q in selectors.worker_overview()["queues"]}
+    assert queues["cuda"]["failed"] == 1
 
 
 def test_warning_while_cuda_jobs_wait_without_a_cuda_worker(client, alice):

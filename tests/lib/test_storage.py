@@ -12,8 +12,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evaluation.models import Worker
 from lib import storage
-from searches.models import Search, Worker
+from searches.models import Search
 from tests.searches.test_distributed import django_script, last_json, pg_url  # noqa: F401 (fixture)
 from tests.searches.test_engine import kicks, problem, start  # noqa: F401 (fixtures)
 
@@ -73,9 +74,8 @@ def test_login_with_a_read_only_database_is_a_clear_page_not_a_500(client):
 
 
 def test_a_page_whose_database_cannot_be_read_still_gets_the_plain_503(rf):
-    from django.db import OperationalError
-
     from django.contrib.auth.models import AnonymousUser
+    from django.db import OperationalError
 
     request = rf.post("/anything/")
     request.user = AnonymousUser()

@@ -19,12 +19,13 @@ from django_q.conf import Conf
 from django_q.signing import SignedPackage
 
 from evaluation import leases
-from live import fanout
+from live import events, fanout
+from live.models import SearchEvent
 from live.routing import websocket_urlpatterns
 from searches import services, tasks
 from searches.catalog import get as catalog_get
 from searches.engine import loop
-from searches.models import BenchmarkRun, Kernel, Search, SearchEvent
+from searches.models import BenchmarkRun, Kernel, Search
 from tests.live.redis_server import RedisServer
 from tests.searches import dashboard_data as d
 
@@ -116,7 +117,7 @@ def replay(user, search, after: int) -> list[dict]:
 def test_an_engine_step_during_an_outage_does_not_fail_the_search(redis_mode, problem, caplog):
     search = services.search_start(problem=problem, user=None, **KNOBS)
     assert [n for n in queued_advances() if n.startswith(f"advance-search-{search.id}-")]  # Redis up: kicked
-    seen = Search.objects.get(pk=search.pk).last_event_seq
+    seen = events.last_seq(events.SEARCH, search.pk)
     failed_before = fanout.push_failures.total
 
     redis_mode.stop()
@@ -124,7 +125,7 @@ def test_an_engine_step_during_an_outage_does_not_fail_the_search(redis_mode, pr
     search.refresh_from_db()
     assert (search.status, search.stop_reason) == ("running", "")
     assert Kernel.objects.filter(search=search).count() == 1
-    assert fanout.push_failures.total - failed_before == search.last_event_seq - seen > 0
+    assert fanout.push_failures.total - failed_before == events.last_seq(events.SEARCH, search.pk) - seen > 0
     assert "ConnectionError" in caplog.text  # the real error is logged
     assert evaluate_queued() == 1  # a verdict while Redis is down: its pushes and kick fail, not raise
     assert f"could not queue the next step of search {search.id}" in caplog.text  # the kick ran after them
@@ -145,7 +146,7 @@ def test_an_engine_step_during_an_outage_does_not_fail_the_search(redis_mode, pr
     # A viewer that saw `seen` before the outage gets every later event, once and in order.
     user = d.user()
     got = [m["seq"] for m in replay(user, search, after=seen)]
-    assert got == list(range(seen + 1, search.last_event_seq + 1))
+    assert got == list(range(seen + 1, events.last_seq(events.SEARCH, search.pk) + 1))
 
 
 def test_a_verdict_recorded_during_an_outage_is_stored(redis_mode, problem):

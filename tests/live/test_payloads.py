@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 
-from live import events
-from searches.models import Search, SearchEvent
+from live.models import SearchEvent
+from searches.models import Search
+from searches.services import events
 from tests.searches import dashboard_data as d
 
 pytestmark = [pytest.mark.django_db]
@@ -17,8 +18,12 @@ def test_a_repair_names_the_kernel_it_repairs():
     s = d.search(problem=p)
     broken = d.kernel(problem=p, search=s, status="compile_error")
     repair = d.kernel(problem=p, search=s, parent=broken.parent, origin="repair", repair_of=broken)
-    assert events.kernel_payload(repair)["repair_of_id"] == broken.id
-    assert events.kernel_payload(broken)["repair_of_id"] is None
+    with transaction.atomic():
+        events.publish_kernel(repair, "kernel.created")
+        events.publish_kernel(broken, "kernel.updated")
+    told = {e.payload["id"]: e.payload for e in SearchEvent.objects.filter(search=s)}
+    assert told[repair.id]["repair_of_id"] == broken.id
+    assert told[broken.id]["repair_of_id"] is None
 
 
 def test_a_status_event_carries_the_start_and_finish_times():

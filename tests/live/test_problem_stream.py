@@ -8,8 +8,9 @@ from channels.testing import WebsocketCommunicator
 from django.db import transaction
 
 from live import events
+from live.models import ProblemEvent, StreamCounter
 from live.routing import websocket_urlpatterns
-from searches.models import Problem, ProblemEvent
+from searches.services import events as search_events
 from tests.searches import dashboard_data as d
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -42,20 +43,18 @@ async def test_replays_after_a_number_then_sends_live_events():
     await comm.disconnect()
 
 
-def test_a_whole_row_save_from_an_older_copy_does_not_reuse_a_number():
+def test_a_counter_behind_the_log_does_not_reuse_a_number():
     _, problem = problem_with_events(2)
-    stale = Problem.objects.get(pk=problem.pk)
-    stale.last_event_seq = 0  # as a copy read before the events would write it back
-    stale.save()
+    StreamCounter.objects.filter(stream=events.PROBLEM, owner_id=problem.pk).update(last_seq=0)  # written back stale
     publish(problem.id)
     assert list(ProblemEvent.objects.filter(problem=problem).values_list("seq", flat=True)) == [1, 2, 3]
-    assert Problem.objects.get(pk=problem.pk).last_event_seq == 3
+    assert events.last_seq(events.PROBLEM, problem.pk) == 3
 
 
 def test_a_kernel_of_no_search_is_told_on_its_problems_stream():
     problem = d.problem()
     kernel = d.kernel(problem=problem, status="pending", run=False)
     with transaction.atomic():
-        events.publish_kernel(kernel, "kernel.updated", events.kernel_payload(kernel))
+        search_events.publish_kernel(kernel, "kernel.updated")
     event = ProblemEvent.objects.get(problem=problem)
     assert event.kind == "kernel.updated" and event.payload["code"] == str(kernel.code)

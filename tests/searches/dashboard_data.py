@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from live import events
+from searches.services import events
 from searches.models import BenchmarkRun, Idea, Kernel, Problem, ProposerCall, Search
 
 PROBLEM_SOURCE = '''import torch
@@ -100,7 +100,7 @@ def kernel(*, problem, search=None, idea=None, parent=None, round=1, status="cor
                 device_name=made.device_name, speedup_vs_eager=made.speedup_vs_eager,
                 speedup_vs_compile=made.speedup_vs_compile, result={"status": status})
         if publish and search is not None:
-            events.publish(search.id, "kernel.created", events.kernel_payload(made))
+            events.publish_kernel(made, "kernel.created")
     return made
 
 

@@ -41,7 +41,8 @@ def manage(db_path: Path, *args, timeout=300, env=None, check=True) -> subproces
 
 def script(db_path: Path, code: str, *, env=None, timeout=120):
     """Run Python with Django set up on this database; return what it printed last, as JSON."""
-    prelude = "import django, json; django.setup()\nfrom searches import services\nfrom searches.models import *\n"
+    prelude = ("import django, json; django.setup()\nfrom searches import services\nfrom searches.models import *\n"
+               "from evaluation.models import *\n")
     result = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, env=env or env_for(db_path),
                             capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr[-5000:]

@@ -49,7 +49,7 @@ def test_every_setting_is_a_model_field_with_its_default(setting):
     assert field.null == (setting.default is None)
     if setting.max_length:
         assert field.max_length == setting.max_length
-    for value, _ in setting.choices:  # its choices fit the column
+    for value, _ in setting.choices if setting.type is not list else ():  # its choices fit the column
         assert len(value) <= field.max_length
 
 
@@ -166,6 +166,28 @@ def test_the_start_page_shows_each_setting_once_and_the_llm_ones_for_proposers_t
     client.force_login(User.objects.create_user("ada"))
     page = client.get(reverse("search_new", args=[problem.code])).content.decode()
     assert '<div class="llm-knobs" data-proposers="anthropic">' in page  # static/js/search_form.js reads it
-    for setting in CONFIG:
-        assert page.count(f'name="{setting.name}"') == 1, setting.name
+    for setting in CONFIG:  # a list setting is a checkbox per choice
+        once = len(setting.choices) if setting.type is list else 1
+        assert page.count(f'name="{setting.name}"') == once, setting.name
     assert 'name="thinking_tokens" value="0"' in page and 'name="rounds" value="5"' in page
+
+
+@pytest.mark.django_db
+def test_a_list_setting_is_checked_in_the_same_words_by_the_form_the_command_and_the_service(problem):  # noqa: F811
+    setting = CONFIG.baselines
+    assert setting.limits == "Baselines are among reduce-overhead, max-autotune, cudagraph."
+    form = SearchStartForm({**VALID, "baselines": ["cudagraph", "bogus"]})
+    assert not form.is_valid() and form.errors["baselines"] == [setting.limits]
+    form = SearchStartForm({**VALID, "baselines": ["cudagraph", "max-autotune"]})
+    assert form.is_valid(), form.errors
+    options = vars(parser_of(SearchCommand()).parse_args(["softmax-cpu", "--baselines", "cudagraph,max-autotune"]))
+    assert options["baselines"] == ["cudagraph", "max-autotune"]
+    with pytest.raises(CommandError, match=re.escape(setting.limits)):
+        parser_of(SearchCommand()).parse_args(["softmax-cpu", "--baselines", "cudagraph,bogus"])
+    with pytest.raises(ValidationError) as refused:
+        services.search_start(problem=problem, user=None, proposer="playbook", device="cpu", baselines=["bogus"])
+    assert refused.value.code == "baselines" and refused.value.messages == [setting.limits]
+    search = services.search_start(problem=problem, user=None, proposer="playbook", device="cpu",
+                                   baselines=["cudagraph", "max-autotune", "cudagraph"])
+    assert search.baselines == ["max-autotune", "cudagraph"]  # the runner's order, each once
+    assert search.job_options() == {"allow_library": False, "baselines": ["max-autotune", "cudagraph"]}

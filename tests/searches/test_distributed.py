@@ -81,7 +81,7 @@ print(json.dumps(ids))
 CLAIM_ALL = """
 import os
 from evaluation import leases
-from searches.models import EvaluationJob
+from evaluation.models import EvaluationJob
 mine = []
 while True:
     job = leases.claim(f"worker-{os.getpid()}", "cuda")

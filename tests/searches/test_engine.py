@@ -6,10 +6,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from evaluation import leases
+from evaluation.models import EvaluationJob
+from live.models import SearchEvent
 from searches import services
 from searches.catalog import get as catalog_get
 from searches.engine import kick, loop
-from searches.models import BenchmarkRun, EvaluationJob, Idea, Kernel, Problem, ProposerCall, Search, SearchEvent
+from searches.models import BenchmarkRun, Idea, Kernel, Problem, ProposerCall, Search
 
 pytestmark = pytest.mark.django_db
 

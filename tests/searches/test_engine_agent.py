@@ -8,10 +8,11 @@ import threading
 import pytest
 from django.test import Client
 
+from evaluation.models import EvaluationJob
 from proposers import prompts
 from searches import services
 from searches.engine import loop
-from searches.models import EvaluationJob, Kernel, ProposerCall
+from searches.models import Kernel, ProposerCall
 from tests.fakes.anthropic_server import ToolCall, task_of
 
 from .test_engine import problem, runner_verdict  # noqa: F401  (fixture)

@@ -3,9 +3,10 @@ layout aside, a kernel of the search already had judged takes that verdict and i
 
 import pytest
 
+from evaluation.models import EvaluationJob
 from proposers.base import KernelProposal
 from searches.engine import dedup, loop, records
-from searches.models import EvaluationJob, Kernel
+from searches.models import Kernel
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -11,10 +11,11 @@ from django.db import OperationalError
 from django.urls import reverse
 
 from proposers.playbook import PlaybookProposer
+from live.models import SearchEvent
 from searches import services
 from searches.catalog import get as catalog_get
 from searches.engine import kick, loop
-from searches.models import Search, SearchEvent
+from searches.models import Search
 
 from .test_engine import runner_verdict
 

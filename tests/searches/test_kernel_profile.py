@@ -4,8 +4,8 @@
 import pytest
 from django.urls import reverse
 
+from evaluation.models import EvaluationJob
 from runner.common import roofline
-from searches.models import EvaluationJob
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,10 @@ quiet figures; a rerun that is noisy again, or a quarantine for an implausible r
 import pytest
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from runner.host.evaluation import NOISY_QUARANTINE
 from searches import selectors, services
-from searches.models import EvaluationJob
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,7 @@ def test_a_noisy_timing_is_kept_out_of_rankings_and_queues_its_rerun(noisy_kerne
     assert (kernel.status, kernel.quarantined) == ("correct", True)
     assert kernel.runs.get().noisy_reason == "pid 4242 used the GPU (SM 87%)"
     assert ranked_names(problem) == []
-    assert rerun_job(kernel).priority == services.Priority.SEARCH  # the system asked: search work, no cap
+    assert rerun_job(kernel).priority == Priority.SEARCH  # the system asked: search work, no cap
 
 
 def test_a_quiet_rerun_puts_it_back_with_the_quiet_figures(noisy_kernel):

@@ -7,8 +7,9 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
+from evaluation.models import EvaluationJob
 from searches import catalog, selectors
-from searches.models import EvaluationJob, Problem
+from searches.models import Problem
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from searches.models import Problem, Worker
+from evaluation.models import Worker
+from searches.models import Problem
 from tests.searches import dashboard_data as d
 from tests.searches.problem_samples import SOFTMAX
 

@@ -5,8 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from evaluation import leases
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import EvaluationJob, Kernel, Problem, Search
+from searches.models import Kernel, Problem, Search
 
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes
 

@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 
 import runner
 from evaluation import leases, queue
+from evaluation.models import EvaluationJob
 from searches import selectors, services
-from searches.models import EvaluationJob, Problem
+from searches.models import Problem
 
 from .problem_samples import MISSING_GET_INPUTS, RAISES_AT_RUN_TIME, SOFTMAX, SYNTAX_ERROR
 

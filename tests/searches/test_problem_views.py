@@ -8,8 +8,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from evaluation import leases
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import EvaluationJob, Problem, Search
+from searches.models import Problem, Search
 
 from . import dashboard_data as d
 from .problem_samples import MISSING_GET_INPUTS, SOFTMAX, SYNTAX_ERROR, two_megabytes

@@ -7,8 +7,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation import queue as job_queue
+from evaluation.models import EvaluationJob, Worker
 from searches import selectors
-from searches.models import EvaluationJob, Worker
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

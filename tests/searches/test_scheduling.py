@@ -1,4 +1,4 @@
-"""The scheduling policy (searches/services/scheduling.py) through the views and services: a person
+"""The scheduling policy (evaluation/scheduling.py) through the views and services: a person
 at their cap of queued jobs or active searches is refused with the count (a 429 page) and nothing
 new is queued, while someone else is unaffected; the rate-limit page says what is queued too.
 The claim order of the priority classes is in tests/evaluation/test_leases.py."""
@@ -7,11 +7,12 @@ import pytest
 from django.urls import reverse
 
 from evaluation import queue
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from lib import ratelimit
 from lib.ratelimit import OverQuota
 from searches import services
-from searches.models import EvaluationJob, Kernel, Problem, Search
-from searches.services.scheduling import Priority
+from searches.models import Kernel, Problem, Search
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

@@ -10,9 +10,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.models import Worker
 from lib import storage
+from live.models import SearchEvent
 from searches.engine import loop
-from searches.models import Search, SearchEvent, Worker
+from live.models import SearchEvent
+from searches.models import Search
 from searches.selectors import health
 
 from .test_engine import kicks, problem, start  # noqa: F401 (fixtures)

@@ -9,8 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import Device, EvaluationJob, Problem, Suite, SuiteProblem
+from searches.models import Device, Problem, Suite, SuiteProblem
 
 from . import dashboard_data as d
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
@@ -243,7 +244,7 @@ def test_only_the_owner_or_an_administrator_adds_to_a_suite_others_get_their_own
 
 
 def test_an_import_with_validation_queues_bulk_jobs_up_to_the_cap_and_stores_the_rest(settings):
-    from searches.services.scheduling import Priority
+    from evaluation.scheduling import Priority
     from tests.searches import dashboard_data as d
 
     settings.MAX_QUEUED_JOBS_PER_USER = 2

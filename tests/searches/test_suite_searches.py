@@ -4,8 +4,9 @@ budget, refusals named per problem, one request against the rate limit."""
 import pytest
 from django.urls import reverse
 
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import EvaluationJob, Search, Suite, SuiteProblem
+from searches.models import Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

@@ -11,8 +11,9 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import EvaluationJob, Kernel, Search, ShareLink, Suite, SuiteProblem
+from searches.models import Kernel, Search, ShareLink, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX

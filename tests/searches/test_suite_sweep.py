@@ -6,8 +6,9 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from evaluation.models import EvaluationJob
 from searches import services
-from searches.models import EvaluationJob, Kernel
+from searches.models import Kernel
 
 from .problem_samples import SOFTMAX
 
@@ -59,7 +60,7 @@ def test_sweeping_into_an_unknown_suite_says_so(tmp_path):
 def test_a_sweep_queues_bulk_jobs_up_to_the_cap_and_refuses_the_rest_saying_why(suite, tmp_path, settings):
     from django.contrib.auth import get_user_model
 
-    from searches.services.scheduling import Priority
+    from evaluation.scheduling import Priority
 
     settings.MAX_QUEUED_JOBS_PER_USER = 1
     ada = get_user_model().objects.create_user("ada", password="pw-for-tests-only")

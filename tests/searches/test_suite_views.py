@@ -12,9 +12,10 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evaluation.models import EvaluationJob
+from evaluation.scheduling import Priority
 from lib import ratelimit
-from searches.models import EvaluationJob, Kernel, Problem, Suite, SuiteProblem
-from searches.services.scheduling import Priority
+from searches.models import Kernel, Problem, Suite, SuiteProblem
 
 from .problem_samples import SOFTMAX, SYNTAX_ERROR
 

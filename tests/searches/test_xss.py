@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.models import EvaluationJob, Worker
 from searches import services
-from searches.models import EvaluationJob, Search, Suite, SuiteProblem, Worker
+from searches.models import Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 pytestmark = pytest.mark.django_db

@@ -59,9 +59,9 @@ class Command(BaseCommand):
 
             count = options["viewers"][0] if phase == "viewers" else options["page_loads"]
             if phase == "viewers":  # as a browser does: from the seq its page was rendered with, not from 0
-                from searches.models import Search
+                from live import events
 
-                after = Search.objects.get(pk=options["search"]).last_event_seq
+                after = events.last_seq(events.SEARCH, options["search"])
                 options["url"] += f"?after={after}"
             result = (crowd.viewers(options["url"], options["cookie"], count, options["events"]) if phase == "viewers"
                       else crowd.page_loads(options["url"], options["cookie"], count))

@@ -28,11 +28,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from benches.harness import rerun_on_database
+from evaluation.models import EvaluationJob
 from memory.keys import TECHNIQUES
 from searches import catalog, services
 from searches.engine import kick, loop
-from benches.harness import rerun_on_database
-from searches.models import EvaluationJob, Kernel, ProposerCall, Search
+from searches.models import Kernel, ProposerCall, Search
 
 FAMILY = "softmax"
 # The world: (success probability, gain over the parent) per technique; anything else (0.1, 1.05).

@@ -22,12 +22,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from benches.harness import bench_worker, rerun_on_database
+from evaluation.models import EvaluationJob
 from proposers.base import IdeaProposal, ProblemContext
 from proposers.playbook import PlaybookProposer
 from searches import services
 from searches.foreground import Engines, problem_for, validated
-from benches.harness import bench_worker, rerun_on_database
-from searches.models import Device, EvaluationJob, Kernel, ProposerCall, Search
+from searches.models import Device, Kernel, ProposerCall, Search
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
 

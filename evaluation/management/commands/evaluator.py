@@ -5,8 +5,8 @@ import logging
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.models import Device
 from evaluation.worker import EvaluationWorker, NameInUse, default_name
-from searches.models import Device
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ import signal
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.models import Device
 from evaluation.supervisor import NoGpus, Supervisor, parse_devices, visible_gpus
-from searches.models import Device
 
 
 class Command(BaseCommand):

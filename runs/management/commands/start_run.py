@@ -2,10 +2,15 @@
 problem" on the suite page does), for scripts and CI. The knobs are the search form's fields,
 checked by the same form:
 
-    python manage.py start_run --suite "KernelBench L1" --name "playbook R3" proposer=playbook rounds=3 device=cuda
+    python manage.py start_run --suite "KernelBench L1" --name "playbook R3" proposer=playbook rounds=3 device=cuda \
+        baselines=cudagraph,max-autotune
+
+`baselines` (comma-separated) has every candidate also timed against those baselines; they become the
+run's own, so `run_scores --baseline cudagraph` and the run page score against them.
 """
 
 from django.contrib.auth import get_user_model
+from django.forms import MultipleChoiceField
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
@@ -38,7 +43,9 @@ class Command(BaseCommand):
             key, sep, value = knob.partition("=")
             if not sep:
                 raise CommandError(f"{knob!r}: give knobs as FIELD=VALUE")
-            data[key] = value
+            field = SearchStartForm.base_fields.get(key)
+            # a list knob is comma-separated: baselines=cudagraph,max-autotune
+            data[key] = [v for v in value.split(",") if v] if isinstance(field, MultipleChoiceField) else value
         form = SearchStartForm(data)
         if not form.is_valid():
             raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from evaluation.scheduling import Priority
 from searches import catalog, selectors, services
 from searches.models import Problem
 
@@ -75,7 +76,7 @@ class Command(BaseCommand):
                 catalog_key=entry.key,
                 family=entry.family,
                 validate=entry.device in served,
-                priority=services.Priority.BULK,  # warm-up: behind people's own problems and searches
+                priority=Priority.BULK,  # warm-up: behind people's own problems and searches
             )
             added.append(entry)
         skipped = len(catalog.problems()) - len(added)

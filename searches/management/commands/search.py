@@ -16,13 +16,14 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.models import EvaluationJob
 from evaluation.worker import NameInUse, check_name_free, default_name
 from proposers import registry
 from proposers.registry import capabilities
 from searches import selectors, services
 from searches.config import SEARCH_CONFIG as CONFIG
 from searches.foreground import Engines, EvaluatorChild, problem_for, validated
-from searches.models import Device, EvaluationJob, Kernel, Search
+from searches.models import Device, Kernel, Search
 
 
 class Command(BaseCommand):

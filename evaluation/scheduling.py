@@ -15,13 +15,15 @@ interactive work, which goes ahead of searches, is bounded by the cap below.
 
 Caps per person (settings): MAX_QUEUED_JOBS_PER_USER evaluation jobs they asked for
 (EvaluationJob.requested_by) queued or running, and MAX_ACTIVE_SEARCHES_PER_USER searches queued or
-running. A search's candidates are its engine's, not the person's: the search counts once, against
-the search cap, and its knobs bound its work; "Search every problem" counts every search it starts.
+running (searches are not evaluation's: the caller passes `active_searches`, which counts a person's).
+A search's candidates are its engine's, not the person's: the search counts once, against the search
+cap, and its knobs bound its work; "Search every problem" counts every search it starts.
 Over a cap the work is refused with the count (OverQuota: a 429 page from the views); bulk paths
 queue what fits and say what did not. The system itself (user None: the engine, the catalog,
 commands run without --user) has no cap.
 """
 
+from collections.abc import Callable
 from enum import IntEnum
 
 from django.conf import settings
@@ -29,7 +31,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from lib.ratelimit import OverQuota
-from searches.models import EvaluationJob, Search
+
+from .models import EvaluationJob
+
+# A person's searches queued or running, counted by the app that owns searches.
+ActiveSearches = Callable[[object], int]
 
 
 class Priority(IntEnum):
@@ -52,10 +58,6 @@ def queued_jobs(user) -> int:
     return EvaluationJob.objects.filter(requested_by=user, status__in=WAITING).count()
 
 
-def active_searches(user) -> int:
-    return Search.objects.filter(created_by=user, status__in=Search.ACTIVE).count()
-
-
 def _lock(user) -> None:
     """Serialise one person's checks and writes (PostgreSQL; SQLite serialises writes anyway), so two
     requests at once cannot both take the last place."""
@@ -72,7 +74,7 @@ def job_room(user) -> int | None:
     return max(0, settings.MAX_QUEUED_JOBS_PER_USER - queued_jobs(person))
 
 
-def search_room(user) -> int | None:
+def search_room(user, active_searches: ActiveSearches) -> int | None:
     """How many more searches the person may start now; None for the system (no cap)."""
     person = _person(user)
     if person is None:
@@ -90,7 +92,7 @@ def jobs_refusal(user, asked: int = 1) -> OverQuota:
         "or ask an administrator to raise MAX_QUEUED_JOBS_PER_USER.", used=queued, cap=cap)
 
 
-def searches_refusal(user) -> OverQuota:
+def searches_refusal(user, active_searches: ActiveSearches) -> OverQuota:
     active, cap = active_searches(user), settings.MAX_ACTIVE_SEARCHES_PER_USER
     return OverQuota(
         f"You have {active} search{'es' if active != 1 else ''} queued or running; the cap is {cap} per person. "
@@ -104,14 +106,14 @@ def require_job_room(user, asked: int = 1) -> None:
         raise jobs_refusal(_person(user), asked)
 
 
-def require_search_room(user) -> None:
+def require_search_room(user, active_searches: ActiveSearches) -> None:
     """Raise OverQuota unless the person may start one more search."""
-    room = search_room(user)
+    room = search_room(user, active_searches)
     if room is not None and room < 1:
-        raise searches_refusal(_person(user))
+        raise searches_refusal(_person(user), active_searches)
 
 
-def usage(user) -> dict:
+def usage(user, active_searches: ActiveSearches) -> dict:
     """What a person has waiting, against the caps (the 429 page shows it)."""
     person = _person(user)
     if person is None:

@@ -1,0 +1,61 @@
+"""The parent's handlers of a job's messages (runner/host/messages.py): one per kind the child sends, and
+anything else a sandboxed child can write past the nonce check read on as noise, never an error in the
+parent's reader."""
+
+from runner.host import messages
+
+
+class FakeSandbox:
+    """What the handlers reach of a Sandbox, recording what the parent would send the child."""
+
+    stdout, stderr = "out", "err"
+
+    def __init__(self):
+        self.sent, self.killed = [], False
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def kill(self):
+        self.killed = True
+
+
+def job(sandbox, **kwargs):
+    return messages.Job(sandbox, {"job": "evaluate"}, "nonce", phase=lambda step: None, **kwargs)
+
+
+def test_the_child_sends_only_the_kinds_the_table_answers():
+    assert set(messages.Job.HANDLERS) == {"beat", "batch", "timing", "sample", "pair", "device", "verdict"}
+
+
+def test_a_kind_outside_the_table_of_any_json_type_is_ignored():
+    sandbox = FakeSandbox()
+    run = job(sandbox)
+    for kind in ("ready", "Verdict", "", None, 1, True, 2.5, ["verdict"], {"kind": "verdict"}):
+        assert run.handle({"kind": kind, "nonce": "nonce", "result": {"status": "correct"}}) is None, kind
+    assert run.handle({"nonce": "nonce"}) is None
+    assert sandbox.sent == [] and not sandbox.killed and run.lock is None
+
+
+def test_the_verdict_ends_the_run_with_an_object_only():
+    sandbox = FakeSandbox()
+    outcome = job(sandbox).handle({"kind": "verdict", "result": {"status": "correct"}})
+    assert outcome.result == {"status": "correct"} and (outcome.stdout, outcome.stderr) == ("out", "err")
+    for result in (None, [1], "correct", 3):
+        assert job(sandbox).handle({"kind": "verdict", "result": result}).result == {}
+
+
+def test_a_pairing_message_outside_a_pairing_and_a_second_device_request_are_ignored():
+    sandbox = FakeSandbox()
+    run = job(sandbox)
+    assert run.handle({"kind": "pair", "at": "ready"}) is None
+    run.lock = held = object()
+    assert run.handle({"kind": "device"}) is None
+    assert run.lock is held and sandbox.sent == []
+
+
+def test_a_sample_seed_is_answered_from_the_secret_only():
+    sandbox = FakeSandbox()
+    job(sandbox).handle({"kind": "sample", "key": "out0"})
+    job(sandbox, sample_secret=b"s" * 32).handle({"kind": "sample", "key": "out0"})
+    assert sandbox.sent[0] == {"seed": None} and isinstance(sandbox.sent[1]["seed"], int)
