@@ -6,7 +6,8 @@ import pytest
 
 from searches import services
 from searches.engine import loop
-from searches.models import EvaluationJob, Kernel, Verdict
+from evaluation.models import EvaluationJob
+from searches.models import Kernel, Verdict
 
 from .test_engine import evaluate_all, kicks, problem, start  # noqa: F401  (fixtures)
 
