@@ -166,8 +166,8 @@ def test_start_keeps_the_key_in_the_task_queue_and_restarts_what_dies(tmp_path):
 
             wait_for(up, timeout=180, what="the web server", log=log)
             password = re.search(r"Log in as admin with password (\S+)", log.read_text()).group(1)
-            wait_for(lambda: query(db, "select 1 from searches_worker where device='tasks' and device_name like "
-                                       "'%key set%'"), timeout=90, what="the task queue's heartbeat", log=log)
+            wait_for(lambda: query(db, "select 1 from searches_taskqueueheartbeat where anthropic_key"), timeout=90,
+                     what="the task queue's heartbeat", log=log)
             [(code,)] = query(db, "select code from searches_problem where catalog_key=?", (PROBLEM_KEY,))
             wait_for(lambda: query(db, "select 1 from searches_problem where catalog_key=? and validation_status='ok'",
                                    (PROBLEM_KEY,)), timeout=400, what="the problem's validation", log=log)
