@@ -115,6 +115,23 @@ def require_postgres():
 
 
 @pytest.fixture
+def empty_postgres_url(require_postgres):
+    """The URL of a new, empty PostgreSQL database on the local server, dropped after the test."""
+    import uuid
+
+    import psycopg
+
+    name = f"kernellab_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgres://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
 def require_redis():
     if not port_open("127.0.0.1", 6379):
         service_missing("Redis at 127.0.0.1:6379", "start it (redis-server --daemonize yes)")

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -56,17 +55,8 @@ def test_the_move_keeps_the_data_on_sqlite(tmp_path):
 
 
 @pytest.mark.postgres
-def test_the_move_keeps_the_data_on_postgresql(require_postgres):
-    import psycopg
-
-    name = f"kernellab_move_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        check(run_move(DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}"))
-    finally:
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def test_the_move_keeps_the_data_on_postgresql(empty_postgres_url):
+    check(run_move(DATABASE_URL=empty_postgres_url))
 
 
 @pytest.mark.django_db

@@ -20,19 +20,9 @@ REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
 @pytest.fixture
-def pg_url(require_postgres):
-    import psycopg
-
-    name = f"kernellab_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = f"postgres://postgres@127.0.0.1:5432/{name}"
-    try:
-        manage(["migrate", "--noinput", "-v", "0"], url)
-        yield url
-    finally:
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_url(empty_postgres_url):
+    manage(["migrate", "--noinput", "-v", "0"], empty_postgres_url)
+    return empty_postgres_url
 
 
 def env_for(database_url, redis_url=""):
