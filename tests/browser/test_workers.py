@@ -13,7 +13,8 @@ def test_workers_page_shows_the_stacks_evaluator_and_follows_new_ones(logged_in_
     page = logged_in_page
     blocked = []
     page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
-    page.get_by_role("link", name="Workers").click()
+    # The nav's link: the health banner names Workers too while another test's cuda jobs wait.
+    page.get_by_role("navigation").get_by_role("link", name="Workers").click()
     expect(page.locator("h1")).to_have_text("Workers")
     own = page.locator("table.workers tr.worker-alive", has_text="CPU")
     expect(own.first).to_be_visible(timeout=30_000)  # the Procfile's evaluator
