@@ -377,8 +377,8 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
     swap = replay_.IdentitySwap(sets, keep, run_candidate, ship_swap)
 
     def untimed(i, inputs):
+        swap(seen=i + 1, last=i % len(sets))  # first: the timed call just before it saw those storages
         run_candidate(inputs)
-        swap(seen=i + 1)
 
     # judging: timed calls' outputs sampled over the whole loop (runner/inside/replay.py), plain and dense;
     # the judge's request stays one socket message, and the checks spread over the longest loop
@@ -399,8 +399,9 @@ def _time_candidate(module, new, device, seed, run_candidate, guarded, channel, 
         raise _classify(exc, during="timing") from None
     _guard(guarded)
     try:  # one more recorded, untimed call once timing is over: the same kernel must still be at work
+        calls = len(measured["samples_ms"])
+        swap(seen=calls, last=(calls - 1) % len(sets))
         run_candidate(sets[-1])
-        swap(seen=len(measured["samples_ms"]))
     except verify.Rejected as exc:
         raise Verdict("rejected", str(exc)) from None
     with torch.no_grad():

@@ -123,7 +123,9 @@ class IdentitySwap:
     sets, so a cache keyed on the inputs' identity (id(), data_ptr(), `is`) returns right answers that
     the replay checks cannot tell from honest ones; given the same storages with new data, it returns
     what it stored for them. A kernel that reads its inputs (a CUDA graph replayed on a captured
-    address included) stays correct. The storages get their own data back afterwards."""
+    address included) stays correct. Every other swap takes the storages of the call just before it, so a
+    cache of one entry (the last call's address or object) is caught too; the rest take any seen storages.
+    The storages get their own data back afterwards."""
 
     LIMIT = 8  # swapped calls per evaluation (a re-measured loop sees its untimed calls again)
 
@@ -134,12 +136,15 @@ class IdentitySwap:
         self.random = random.SystemRandom()
         self.done = 0
 
-    def __call__(self, seen: int) -> None:
-        """One swapped call; `seen`: how many timed calls ran so far (sets 0..seen-1 were passed)."""
+    def __call__(self, seen: int, last: int | None = None) -> None:
+        """One swapped call; `seen`: how many timed calls ran so far (sets 0..seen-1 were passed);
+        `last`: the set the candidate's previous call was given."""
         if self.done >= self.LIMIT:
             return
         pairs = [(s, t) for s in range(self.kept) for t in range(min(seen, len(self.sets)))
                  if t != s and same_form(self.sets[s], self.sets[t])]
+        if self.done % 2 == 0 and any(t == last for _, t in pairs):
+            pairs = [(s, t) for s, t in pairs if t == last]
         if not pairs:
             return
         data, into = self.random.choice(pairs)
