@@ -12,7 +12,9 @@ the kernels themselves. From them it decides, on the untimed calls only (profili
   stream and the kernel, unless forward waited for it: it ended before a marker launched on the timed
   stream right after forward returned began (the stream waited for it, or the host synchronized), as the
   timer's end event, recorded at that same point, would have.
-It runs inside the candidate's process, so it can only make a verdict stricter, never pass one.
+It runs inside the candidate's process, as the Python-level counter does: the own kernels it saw stand
+in for that counter's count where no wrapped launcher ran them (a CUDA graph's replay), and nothing
+here bears on `correct`, which only the trusted judge decides.
 On the CPU it does nothing: the Python-level counter stays the rule there. Torch is imported
 lazily, only on CUDA.
 """
@@ -188,6 +190,12 @@ class Launches:
             self.returned_ns = None
         self.kernels = launched[1:]
         self.recorded += 1
+
+    def own_launched(self) -> int:
+        """How many of the last recorded call's kernels were the candidate's own (0 where none was recorded)."""
+        if not self.enabled or self.timed_stream is None:
+            return 0
+        return sum(1 for name, *_ in self.kernels if is_own(name, self.own))
 
     def finding(self, *, allow_library: bool, call: int) -> findings.Finding | None:
         if not self.enabled or self.timed_stream is None:

@@ -291,15 +291,17 @@ def _call(new, given, state, counter, allow_library, sync):
             state["first"] = False
             state["ops"] = recorder.ops
         state["calls"] = state.get("calls", 0) + 1
+        # a CUDA graph's replay runs the kernels it captured through no launcher the counter wraps
+        own = counter.calls + counter.launches.own_launched()
         # judging: the rules and their reason codes live in verify.library_use and runner/common/launches.py
         if allow_library:  # which calls ran a kernel of its own, which only PyTorch (a fallback that ran)
             computing = verify.computing_ops(recorder.ops)
-            if counter.calls:
+            if own:
                 state["own_calls"] = state.get("own_calls", 0) + 1
             elif computing and "fell_back" not in state:
                 state["fell_back"] = (state["calls"], [findings.aten_name(op) for op in computing[:5]],
                                       swallowed.found)
-        found = None if allow_library else verify.library_use(recorder.ops, counter.calls, state["calls"])
+        found = None if allow_library else verify.library_use(recorder.ops, own, state["calls"])
         found = found or counter.launches.finding(allow_library=allow_library, call=state["calls"])
         if found:
             reason = found.reason + (f" (after it caught an exception, {swallowed.found})" if swallowed.found else "")

@@ -96,6 +96,20 @@ def test_the_recorder_is_inert_on_the_cpu():
     assert "torch" not in launches.__dict__  # torch only on CUDA, lazily
 
 
+def test_own_kernels_seen_by_the_driver_count_as_the_calls_own_launches():
+    """A CUDA graph's replay runs its captured kernels through no launcher the Python-level counter wraps: the
+    own kernels in the activity records count for it; PyTorch's and a library's do not."""
+    watch = launches.Launches(SOURCE, "cuda")
+    watch.timed_stream, watch.kernels = 7, [("softmax_rows", 7, 0, 1), (FILL, 7, 1, 2), (GEMM, 7, 2, 3)]
+    assert watch.own_launched() == 1
+    watch.kernels = [(FILL, 7, 0, 1), (RELU, 7, 1, 2)]
+    assert watch.own_launched() == 0
+    watch.timed_stream = None  # nothing recorded (no CUPTI): the Python-level counter alone decides
+    watch.kernels = [("softmax_rows", 7, 0, 1)]
+    assert watch.own_launched() == 0
+    assert launches.Launches(SOURCE, "cpu").own_launched() == 0
+
+
 def test_side_stream_work_that_ended_before_forward_returned_passes():
     """Times in ns: the marker after forward returned began at 500. A kernel on stream 13 that ended by
     then was waited for (torch's stream waited on it, or the host synchronized); one still running was not."""
@@ -130,6 +144,9 @@ def test_a_recorded_call_launches_its_end_marker_before_the_runner_waits_for_the
 
         def finding(self, **_):
             return None
+
+        def own_launched(self):
+            return 0
 
     counter = Recording()
     counter.launches = counter
