@@ -92,7 +92,11 @@ def triton_local_bytes(module) -> dict:
     """Spilled bytes of the candidate's compiled Triton kernels (n_spills, per thread)."""
     found = {}
     for value in vars(module).values() if module else ():
-        jit = getattr(value, "fn", value)  # an Autotuner wraps the JITFunction
+        jit = value  # an Autotuner (or Heuristics) wraps the JITFunction, whose own `fn` is the Python function
+        for _ in range(4):
+            if hasattr(jit, "device_caches") or not hasattr(jit, "fn"):
+                break
+            jit = jit.fn
         for caches in (getattr(jit, "device_caches", None) or {}).values():
             cache = caches[0] if isinstance(caches, tuple) else caches
             for compiled in (cache.values() if isinstance(cache, dict) else ()):

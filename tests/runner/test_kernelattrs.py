@@ -42,9 +42,12 @@ def test_cupy_local_memory_from_either_kind_of_function(monkeypatch):
 
 def test_triton_spills_from_the_jit_caches_and_through_an_autotuner():
     compiled = SimpleNamespace(metadata=SimpleNamespace(name="add_one"), n_spills=3, n_regs=32)
-    jit = SimpleNamespace(device_caches={0: ({"key": compiled}, None, None)}, __name__="add_one")
+    def add_one():  # a JITFunction keeps the Python function it compiles as `fn`, as its wrappers keep it
+        pass
+
+    jit = SimpleNamespace(device_caches={0: ({"key": compiled}, None, None)}, __name__="add_one", fn=add_one)
     tuned = SimpleNamespace(fn=SimpleNamespace(device_caches={0: ({"k": SimpleNamespace(
-        metadata=SimpleNamespace(name="mm"), n_spills=0)},)}))
+        metadata=SimpleNamespace(name="mm"), n_spills=0)},)}, fn=add_one))
     module = SimpleNamespace(add_one=jit, mm=tuned, CONSTANT=4)
     assert kernelattrs.triton_local_bytes(module) == {"add_one": 12, "mm": 0}
     assert kernelattrs.triton_local_bytes(None) == {}
