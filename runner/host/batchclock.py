@@ -22,6 +22,12 @@ of that per thread the sandbox may use is the per-call time an honest median is 
 median under half of it, after five rounds, is `rejected`. Without those readings (no cgroup)
 the wall-clock slope serves, rejecting only past three times it.
 
+On the GPU a forward that waits for the device on every call (a synchronize, a side stream's
+wait) pays in each batch call a launch that the timed loop's cover hides: its honest median can
+sit below the slope by up to LAUNCH_EXPOSED_MS beyond the tolerance (40 µs seen with eight
+test processes on the host). Within that band the slope, the parent's own figure, becomes the
+time (`clocked`), so a forged median gains nothing there; below it the rules above hold.
+
 A batch's wall clock also takes in the time the sandbox's threads waited for a CPU on a busy
 host (`schedstat`'s run-queue time, of the threads alive at each reading): a batch that waited
 more than HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batches where each
@@ -48,6 +54,7 @@ TARGET_MS = 20.0  # work in the large batch
 SMALL, LARGE_MIN, LARGE_MAX = 4, 8, 64  # LARGE_MAX bounds the launches queued behind one wait
 COVER_MAX_MS = 500.0
 COVER_FACTOR, COVER_EXTRA_MS = 4.0, 5.0  # device time per batch: a few ms, once or twice a candidate
+LAUNCH_EXPOSED_MS = 0.05  # a launch and the host's return from a wait, on a busy host
 CPU_FACTOR = 2.0  # CPU time per call can grow with a busy host's caches, never by half
 WALL_FACTOR = 3.0  # without CPU-time readings: what no load on the host explains
 
@@ -170,8 +177,9 @@ class BatchClock:
         return median_ms < slope - tolerance_ms(slope)
 
     def verdict(self, median_ms: float, disturbance: str | None) -> tuple[str, str] | None:
-        """('rejected', why) or ('noisy', why) for a reported median the batches do not bear out;
-        None when they do. `disturbance` is what NVML saw around the batches (None: quiet)."""
+        """('rejected', why) or ('noisy', why) for a reported median the batches do not bear out,
+        ('clocked', why) for one within a launch of the slope (on the GPU: the slope is the time);
+        None when they bear it out. `disturbance` is what NVML saw around the batches (None: quiet)."""
         slope = self.slope_ms()
         if slope is None:
             return "rejected", "the sandbox did not run the batches the parent's clock commands"
@@ -189,6 +197,11 @@ class BatchClock:
             return "noisy", (f"{why}, on a busy host (the sandbox waited up to {max(waits):.1f} ms for a CPU "
                              f"in {len(waits)} of its batches)")
         if self.device == "cuda":
+            if median_ms >= slope - tolerance_ms(slope) - LAUNCH_EXPOSED_MS:
+                return "clocked", (f"timed at the parent's clock, {slope:.4f} ms per call over batches of "
+                                   f"{self.sizes[0]} and {self.sizes[1]} calls, not the {median_ms:.4f} ms its "
+                                   "timed calls reported: each call waits for the device, so a batch's calls each "
+                                   "pay a launch the timed calls hide")
             if disturbance:
                 return "noisy", f"{why}, on a disturbed device ({disturbance})"
             return "rejected", f"{why}, on a quiet device"

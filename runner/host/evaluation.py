@@ -336,6 +336,9 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
                            walls_ms={str(n): w for n, w in sandbox.batches.walls.items()})
     if found and found[0] == "rejected":
         result.update(status="rejected", reason_code=findings.RULE, reason=found[1])
+    elif found and found[0] == "clocked":  # the parent's figure stands; the samples stay what was reported
+        result["timing"].update(reported_median_ms=result["timing"]["median_ms"], median_ms=sandbox.batches.slope_ms(),
+                                clocked=found[1])
     elif found:
         result["batch_noisy"] = found[1]
 

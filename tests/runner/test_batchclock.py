@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from runner.host.batchclock import DISTURBED_ROUNDS, BatchClock, readings, tolerance_ms
+from runner.host.batchclock import DISTURBED_ROUNDS, LAUNCH_EXPOSED_MS, BatchClock, readings, tolerance_ms
 from runner.common.procs import descendants, sched_seconds
 
 pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
@@ -57,6 +57,18 @@ def test_a_forged_median_is_measured_again_then_rejected_on_a_quiet_device():
 def test_a_forged_median_on_a_disturbed_device_is_noisy():
     clock = drive(BatchClock("cuda"), median_ms=0.05, per_call_ms=1.0)
     assert clock.verdict(0.05, "other processes used the GPU's SMs")[0] == "noisy"
+
+
+def test_a_forward_that_waits_for_the_device_each_call_is_timed_at_the_slope():
+    """Each batch call pays a launch (40 µs on a busy host) that the timed loop's cover hides: a median that
+    far under the slope is timed at the slope; one further under it is still measured again and rejected."""
+    clock = drive(BatchClock("cuda"), median_ms=0.03, per_call_ms=0.07)
+    status, why = clock.verdict(0.03, None)
+    assert status == "clocked" and "0.0700 ms per call" in why and "waits for the device" in why
+    assert len(clock.walls[clock.sizes[0]]) == 3  # measured again first, as any low median is
+    beyond = drive(BatchClock("cuda"), median_ms=0.03, per_call_ms=0.03 + 0.02 + LAUNCH_EXPOSED_MS + 0.01)
+    assert beyond.verdict(0.03, None)[0] == "rejected"
+    assert drive(BatchClock("cpu"), median_ms=0.03, per_call_ms=0.07).verdict(0.03, None) is None  # the CPU's own rule
 
 
 def test_the_tolerance_is_ten_percent_or_twenty_microseconds():
