@@ -96,7 +96,7 @@ class SinkLeavingPool:
         return runner_verdict()
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the worker's phase writer is a thread with its own connection
 def test_a_verdict_with_no_sink_to_take_it_is_not_lost_the_job_goes_back_to_the_queue():
     previous = sink.current()
     job = queued_kernel()

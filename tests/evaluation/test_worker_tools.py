@@ -13,7 +13,8 @@ from searches.models import BenchmarkRun
 from tests.searches.test_engine import problem, runner_verdict  # noqa: F401  (fixture)
 from tests.searches.test_engine_llm import start
 
-pytestmark = pytest.mark.django_db
+# the worker writes each phase from a thread of its own, on its own connection: it must see committed rows
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 class Pool:
