@@ -49,9 +49,9 @@ def main() -> None:
     from ..common.compile import make_cache_dirs
 
     make_cache_dirs()
-    from . import jobs  # imports torch (the warm-up)
+    from . import jobs, machine  # imports torch (the warm-up)
 
-    environment = jobs.warm_up(device)
+    environment = machine.warm_up(device)
     channel.send("ready", environment=environment)
     job = channel.receive()
     channel.nonce = job.get("nonce", "")

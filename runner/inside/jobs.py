@@ -10,7 +10,6 @@ outputs (exchange.py) to the trusted judge (referee.py), and its own checks can 
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 import time
 from pathlib import Path
@@ -37,27 +36,6 @@ class Verdict(Exception):
 
 
 # --- warm-up and environment ------------------------------------------------------------
-
-def warm_up(device: str) -> dict:
-    threads = int(os.environ.get("KERNELLAB_THREADS", "1"))
-    torch.set_num_threads(threads)
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise SystemExit("CUDA is not available in this sandbox")
-        torch.cuda.init()
-        torch.empty(1, device="cuda")
-        try:
-            import cupy  # noqa: F401  (pre-imported: the fast compile path)
-        except ImportError:
-            pass
-    # Entering a dispatch mode imports torch._dynamo (seconds): pay for it here, warm, and
-    # the guarded functions it wraps are final before any snapshot.
-    importlib.import_module("torch._dynamo")
-
-    with verify.OpRecorder():  # on the CPU: outside the device lock nothing runs on the GPU's SMs
-        torch.zeros(8).sum()
-    return machine.environment(device, threads)
-
 
 def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
     kind = job.get("job")
@@ -160,6 +138,7 @@ def run_evaluate(job: dict, channel, exchange_fd: int) -> dict:
 
 
 def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
+    machine.warm_dispatch()
     device, seed, allow_library = job["device"], job["seed"], job["allow_library"]
     if device == "cuda":  # a wait for the GPU counts against the call's limit from call 1 on
         for owner in (torch.cuda, torch.cuda.Stream, torch.cuda.Event):

@@ -1,15 +1,41 @@
-"""What a sandbox reports about where it runs: device name, versions, threads, isolation.
-Part of the environment a baseline is cached under (baselines.ENV_KEYS)."""
+"""A sandbox's warm-up, and what it reports about where it runs: device name, versions, threads,
+isolation (part of the environment a baseline is cached under, baselines.ENV_KEYS)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 from pathlib import Path
 
 import torch
 
+from ..common.verify import OpRecorder
 from ..common.version import RUNNER_VERSION
+
+
+def warm_up(device: str) -> dict:
+    threads = int(os.environ.get("KERNELLAB_THREADS", "1"))
+    torch.set_num_threads(threads)
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("CUDA is not available in this sandbox")
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        try:
+            import cupy  # noqa: F401  (pre-imported: the fast compile path)
+        except ImportError:
+            pass
+    return environment(device, threads)
+
+
+def warm_dispatch() -> None:
+    """Entering a dispatch mode imports torch._dynamo (a second of CPU): an evaluation pays for it first,
+    so the guarded functions it wraps are final before its snapshot. Not at warm-up: half the sandboxes
+    (the truths', the spares a pool closes unused) never enter one."""
+    importlib.import_module("torch._dynamo")
+    with OpRecorder():  # on the CPU: outside the device lock nothing runs on the GPU's SMs
+        torch.zeros(8).sum()
 
 
 def environment(device: str, threads: int) -> dict:
