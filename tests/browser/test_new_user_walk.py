@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from tests.searches.problem_samples import SOFTMAX
@@ -34,9 +35,16 @@ class Camera:
             page.set_viewport_size({"width": w, "height": 900})
             page.wait_for_timeout(150)  # the layout settles (media queries, the lineage's resize)
             name = f"walk-{step}-{w}"
-            page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+            for attempt in range(3):  # a page that reloads itself (a validation ending) is read again once loaded
+                try:
+                    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+                    scroll = page.evaluate("document.documentElement.scrollWidth")
+                    break
+                except PlaywrightError as exc:
+                    if "context was destroyed" not in str(exc) or attempt == 2:
+                        raise
+                    page.wait_for_load_state()
             self.taken.append(name)
-            scroll = page.evaluate("document.documentElement.scrollWidth")
             if w == NARROW and scroll > NARROW:
                 self.too_wide[step] = scroll
         page.set_viewport_size({"width": was, "height": 900})
