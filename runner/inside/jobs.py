@@ -35,7 +35,7 @@ class Verdict(Exception):
         self.status, self.reason, self.extra = status, reason, extra
 
 
-# --- warm-up and environment ------------------------------------------------------------
+# --- jobs ----------------------------------------------------------------------------------
 
 def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
     kind = job.get("job")

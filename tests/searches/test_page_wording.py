@@ -83,3 +83,16 @@ def test_the_runners_advisories_are_listed_beside_the_verdict(client, alice):
     assert 'id="advisories"' in body and advice in body and "the run decided the verdict" in body
     plain = d.kernel(problem=p, search=s)
     assert 'id="advisories"' not in client.get(reverse("kernel_detail", kwargs={"code": plain.code})).content.decode()
+
+
+def test_a_median_timed_at_the_parents_clock_says_so(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    clocked = d.kernel(problem=p, search=s, round=0, origin="seed", median_ms=0.07)
+    run = clocked.runs.get()
+    run.timing = {**run.timing, "reported_median_ms": 0.03, "clocked": "timed at the parent's clock, 0.0700 ms per call"}
+    run.save(update_fields=["timing"])
+    body = client.get(reverse("kernel_detail", kwargs={"code": clocked.code})).content.decode()
+    assert 'id="clocked-note"' in body and "timed at the parent&#x27;s clock, 0.0700 ms per call" in body
+    plain = d.kernel(problem=p, search=s, median_ms=0.5)
+    assert 'id="clocked-note"' not in client.get(reverse("kernel_detail", kwargs={"code": plain.code})).content.decode()
