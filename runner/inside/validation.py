@@ -46,7 +46,7 @@ def run(job: dict, channel, env: dict) -> dict:
     # torch.compile's own compile (seconds of CPU, then one forward) comes before the device wait,
     # like the forward above: validations queued for the device compile meanwhile, not in turn.
     try:
-        compiled = compile_model(model, inputs) if job.get("compile_baseline", True) else (None, "off")
+        compiled = compile_model(model, inputs) if job.get("compile_baseline", True) else (None, None)
     except Exception as exc:  # out of device memory (others' memory, likely): retried by the parent
         return jobs.failed_problem(exc, "compiling the problem failed")
     del outputs

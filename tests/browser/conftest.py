@@ -168,10 +168,7 @@ def stack(tmp_path_factory):
         "PYTHONUNBUFFERED": "1",
         "DJANGO_SETTINGS_MODULE": "kernellab.settings",
         "RUNNER_DEVICE": "cpu",
-        # No torch.compile baseline: on two cores it adds ~15 s of CPU to each validation. The pages then say
-        # "off"; the baseline itself is validated for real in tests/searches/test_problem_validation.py, and a
-        # page showing one is tests/browser/test_leaderboard.py.
-        "KERNELLAB_BASELINE_COMPILE": "0",
+        "KERNELLAB_BASELINE_COMPILE": "1",  # pages show the torch.compile baseline, as a deployment's do
     })
     password = secrets.token_urlsafe(16)
     running = Stack(url=f"http://127.0.0.1:{port}", username="e2e", password=password, data_dir=data_dir, env=env)

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 WIDE, NARROW = 1400, 420
-VALIDATION_TIMEOUT_MS = 360_000  # a busy 2-core host
+VALIDATION_TIMEOUT_MS = 360_000  # torch.compile's first CPU build on two shared cores
 SEARCH_TIMEOUT_MS = 420_000
 
 

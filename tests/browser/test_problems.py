@@ -10,7 +10,7 @@ from tests.searches.problem_samples import MISSING_GET_INPUTS, RAISES_AT_RUN_TIM
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-VALIDATION_TIMEOUT_MS = 240_000  # a busy 2-core host
+VALIDATION_TIMEOUT_MS = 240_000  # torch.compile's first CPU build is slow on two cores
 
 
 def upload(page, tmp_path, filename, source):
@@ -38,7 +38,7 @@ def test_upload_a_problem_and_see_it_validated_with_baselines(logged_in_page, tm
     badge = page.locator("#validation-badge")
     expect(badge).to_have_text("Valid", timeout=VALIDATION_TIMEOUT_MS)
     expect(page.locator("#baseline-eager")).to_have_text(re.compile(r"^\d[\d.]* ms$"))
-    expect(page.locator("#baseline-compile")).to_contain_text("(mode off)")  # the stack times no torch.compile
+    expect(page.locator("#baseline-compile")).to_contain_text(re.compile(r"^\d[\d.]* ms"))
     expect(page.locator("#validation")).to_contain_text("float32 of shape (16, 256)")
     expect(page.locator("#validation")).to_contain_text("softmax")
     expect(page.locator(".description")).to_have_text("Softmax over the last dimension.")

@@ -11,7 +11,7 @@ from tests.searches.problem_samples import SOFTMAX
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-VALIDATION_TIMEOUT_S = 300  # a busy 2-core host
+VALIDATION_TIMEOUT_S = 300  # torch.compile's first CPU build is slow on two cores
 EVALUATION_TIMEOUT_MS = 240_000
 
 
