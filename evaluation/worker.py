@@ -19,7 +19,8 @@ import signal
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
+from queue import SimpleQueue
 
 from django.conf import settings
 from django.db import DatabaseError, OperationalError, close_old_connections, transaction
@@ -93,8 +94,7 @@ class EvaluationWorker:
         self._last_rekick = 0.0
         self.device_name = ""
         self.jobs_done = 0
-        # Phase writes off the runs' threads, in order: a sandbox's message loop never waits on the database.
-        self.phase_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phases")
+        self.phase_writer = PhaseWriter()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -338,12 +338,41 @@ class EvaluationWorker:
             log.exception("%s: could not re-kick stalled searches", self.name)
 
 
+class PhaseWriter:
+    """Phase writes off the runs' threads, in order, on one daemon thread: a sandbox's message loop never
+    waits on the database, and a write still retrying on a locked database never holds the process at
+    exit (a ThreadPoolExecutor's thread is joined there)."""
+
+    def __init__(self):
+        self._tasks: SimpleQueue = SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self._tasks.put((future, fn, args))
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="phases", daemon=True)
+                self._thread.start()
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            future, fn, args = self._tasks.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+
 class PhaseClock:
     """A job's phases as its run reports them (runner/host/phases.py), timed on this process's clock.
     `enter` is called on the run's thread and hands the write to `writer` (one thread, so in order);
     `close` writes the last phase's seconds at once, inside the verdict's transaction."""
 
-    def __init__(self, job_id: int, worker_name: str, writer: ThreadPoolExecutor):
+    def __init__(self, job_id: int, worker_name: str, writer: PhaseWriter):
         self.job_id, self.worker_name, self.writer = job_id, worker_name, writer
         self.current, self.since = "", 0.0
         self.seconds: dict[str, float] = {}

@@ -43,6 +43,8 @@ def run(job: dict, channel, env: dict) -> dict:
         degenerate_reason = degenerate.reason(module, model, jobs.truth_model(model), seed, device, atol, rtol)
     except Exception:
         degenerate_reason = None
+    if device == "cuda":  # the check's float64 copies stay cached otherwise, counted against the sandbox
+        torch.cuda.empty_cache()
     # torch.compile's own compile (seconds of CPU, then one forward) comes before the device wait,
     # like the forward above: validations queued for the device compile meanwhile, not in turn.
     try:

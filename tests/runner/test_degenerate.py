@@ -51,13 +51,19 @@ def get_init_inputs():
 """
 
 
+LARGE = "randn(2048, 2100)"  # 4.3 M elements: more than runner/common/sampling.py's SAMPLE
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("source, says", [
     (GEMM_MAX_SUBTRACT_GELU, "all zeros"),
     (CONV3D_GROUPNORM_MIN_CLAMP, "all zeros"),
     (CONSTANT, "constant (3)"),
     (IGNORES_INPUT, "does not depend on the input"),
-], ids=["kernelbench-l2-80", "kernelbench-l2-83", "constant", "ignores-input"])
+    # outputs past the judge's sample size: compared at sampled positions, the same on every trial
+    (CONSTANT.replace("randn(8, 16)", LARGE), "constant (3)"),
+    (IGNORES_INPUT.replace("randn(8, 16)", LARGE), "does not depend on the input"),
+], ids=["kernelbench-l2-80", "kernelbench-l2-83", "constant", "ignores-input", "constant-large", "ignores-input-large"])
 def test_a_degenerate_problem_validates_and_is_named(cpu_pool, source, says):
     result = cpu_pool.validate(source, seed=0)
     assert result["status"] == "ok", result["reason"]
@@ -68,8 +74,9 @@ def test_a_degenerate_problem_validates_and_is_named(cpu_pool, source, says):
 @pytest.mark.parametrize("source", [sources.SILU_PROBLEM, sources.SOFTMAX_PROBLEM,
                                     shrunk("level2/80_Gemm_Max_Subtract_GELU.py",
                                            {"batch_size": 16, "in_features": 64, "out_features": 32,
-                                            "max_dim": 0})],
-                         ids=["silu", "softmax", "kernelbench-l2-80-over-the-batch"])
+                                            "max_dim": 0}),
+                                    sources.SILU_PROBLEM.replace("randn(128, 2048)", LARGE)],
+                         ids=["silu", "softmax", "kernelbench-l2-80-over-the-batch", "silu-large"])
 def test_an_honest_problem_is_not_named_degenerate(cpu_pool, source):
     result = cpu_pool.validate(source, seed=0)
     assert result["status"] == "ok", result["reason"]

@@ -15,6 +15,7 @@ per correct kernel, and evaluations saved by sources judged once.
 import itertools
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -86,6 +87,7 @@ class Command(BaseCommand):
                     wall = time.monotonic() - began
                     spans = [(a - began, b - began) for a, b, _, _ in fake.spans]
         report = measure(search, spans, wall, fake.max_in_flight)
+        report.update(evidence(search, model))
         for line in table(report):
             self.stdout.write(line)
         if opts["json"]:
@@ -116,6 +118,7 @@ class PlaybookModel:
         self.sources = itertools.cycle(sources)
         self.every = max(2, round(1 / broken)) if broken > 0 else 0
         self.count, self.ideas = 0, 0
+        self.profiles_seen: list[str] = []  # the profile section of each ideas request that carried one
 
     def __call__(self, seen):
         from tests.fakes.anthropic_server import asked_counts, ideas_call, kernel_call, task_of
@@ -123,6 +126,10 @@ class PlaybookModel:
         task = task_of(seen)
         if task == "ideas":
             self.ideas += 1
+            asked = seen.system_text + seen.user_text  # the bank sits in the system blocks
+            if "bottleneck:" in asked:
+                shown = asked[asked.index("bottleneck:"):]
+                self.profiles_seen.append(shown[:shown.find("<<<END")].strip())
             count, briefs = asked_counts(seen)
             return ideas_call(count, briefs, prefix=f"Idea set {self.ideas},")
         self.count += 1
@@ -154,6 +161,28 @@ def measure(search: Search, spans: list[tuple[float, float]], wall: float, most:
         "cost_per_correct_usd": round(search.cost_usd / correct, 4) if correct else None,
         "status": search.status, "stop_reason": search.stop_reason,
     }
+
+
+def evidence(search: Search, model: PlaybookModel) -> dict:
+    """Whether the round's top kernels' profiles reached the next ideas requests and the kernel page."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from searches import selectors
+
+    profiled = [k for k in Kernel.objects.filter(search=search, status="correct").order_by("median_ms")
+                if selectors.kernel_profile(selectors.kernel_runs(kernel=k))[1]][:search.profiled_kernels]
+    page = ""
+    if profiled:
+        client = Client()
+        client.force_login(get_user_model().objects.get_or_create(username="bench-latency")[0])
+        html = client.get(f"/kernels/{profiled[0].code}/").content.decode()
+        found = re.search(r'<p id="bottleneck">(.*?)</p>.*?<dd id="profile-counters">(.*?)</dd>', html, re.S)
+        page = " | ".join(re.sub(r"<[^>]+>", "", part).strip() for part in found.groups()) if found else "(not shown)"
+    return {"profiled_kernels": len(profiled),
+            "ideas_requests_with_a_profile": f"{len(model.profiles_seen)} of {model.ideas}",
+            "profile_in_an_ideas_request": model.profiles_seen[0] if model.profiles_seen else "",
+            "profile_on_the_kernel_page": page}
 
 
 def _union(spans: list[tuple[float, float]]) -> float:
