@@ -25,3 +25,6 @@ def test_a_small_search_reports_its_latency_and_calls_in_flight(tmp_path):
     assert report["serial_latency_s"] > report["model_busy_s"] > 0
     assert report["calls"] >= 6  # seed, ideas, four kernels (and the broken ones' repairs)
     assert "wall_s" in result.stdout and "evaluations_saved_by_dedup" in result.stdout
+    # the starting kernel's profile reached the round's ideas request and its page
+    assert report["ideas_requests_with_a_profile"] == "1 of 1" and report["profile_in_an_ideas_request"]
+    assert "perf_event_open stays refused" in report["profile_on_the_kernel_page"]

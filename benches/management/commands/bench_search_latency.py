@@ -1,15 +1,16 @@
 """`python manage.py bench_search_latency`: an LLM search's wall time against its model's latency.
 
-A search with the Anthropic proposer runs through the real engine, the real `anthropic` client, a
-child evaluator and its sandboxes, against a local stand-in for the Messages API whose replies take
-a model's time (ideas 20 s, kernels 45 s, repairs 30 s by default; `--scale` shrinks them all). Its
+A search with the Anthropic proposer (a default search's settings unless told otherwise) runs through
+the real engine, the real `anthropic` client, a child evaluator and its sandboxes, against a local
+stand-in for the Messages API whose replies take a model's time (ideas 20 s, kernels 45 s, repairs 30 s by default; `--scale` shrinks them all). Its
 "model" writes the playbook's kernels for the problem's family, with a share of them broken so that
 they do not parse and are repaired, and repeats some (as models do: those are judged once).
 By default on a temporary SQLite file (the user's data is never touched).
 
 It prints: wall time, the serial sum of the calls' latencies, the time any call was in flight,
 calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
-per correct kernel, and evaluations saved by sources judged once.
+per correct kernel, evaluations saved by sources judged once, and the evidence: how many ideas requests
+carried a round's top kernels' profile, and what the kernel page shows of it.
 """
 
 import itertools
@@ -29,6 +30,7 @@ from proposers.base import IdeaProposal, ProblemContext
 from proposers.playbook import PlaybookProposer
 from searches import services
 from searches.foreground import Engines, problem_for, validated
+from searches.config import SEARCH_CONFIG as CONFIG
 from searches.models import Device, Kernel, ProposerCall, Search
 
 DEFAULT_PROBLEM = {"cuda": "softmax-4096x65536", "cpu": "softmax-cpu"}
@@ -45,10 +47,12 @@ class Command(BaseCommand):
         parser.add_argument("--repairs-s", type=float, default=30.0, help="a repair reply's latency (default 30 s)")
         parser.add_argument("--scale", type=float, default=1.0, help="multiplies every latency (e.g. 0.1)")
         parser.add_argument("--broken", type=float, default=0.25, help="share of kernel replies that do not compile")
-        parser.add_argument("--rounds", type=int, default=2)
-        parser.add_argument("--parents", type=int, default=2)
-        parser.add_argument("--ideas", type=int, default=3)
-        parser.add_argument("--kernels", type=int, default=2)
+        # a default search unless told otherwise: its wall time against its serial sum is the measure
+        for option, setting in (("rounds", CONFIG.rounds), ("parents", CONFIG.parents_per_round),
+                                ("ideas", CONFIG.ideas_per_parent), ("kernels", CONFIG.kernels_per_idea),
+                                ("bank", CONFIG.bank_size), ("repairs", CONFIG.repair_attempts)):
+            parser.add_argument(f"--{option}", type=int, default=setting.default,
+                                help=f"{setting.label} (default {setting.default}, a default search's)")
         parser.add_argument("--max-seconds", type=float, default=1800.0)
         parser.add_argument("--json", default="", help="also write the report to this file")
         parser.add_argument("--database", default="", help="a DATABASE_URL instead of a temporary SQLite file")
@@ -58,7 +62,7 @@ class Command(BaseCommand):
         if not opts["here"]:
             arguments = [f"--{k.replace('_', '-')}={opts[k]}" for k in (
                 "device", "problem", "ideas_s", "kernels_s", "repairs_s", "scale", "broken", "rounds", "parents",
-                "ideas", "kernels", "max_seconds", "json") if opts[k] not in ("", None)]
+                "ideas", "kernels", "bank", "repairs", "max_seconds", "json") if opts[k] not in ("", None)]
             sys.exit(rerun_on_database("bench_search_latency", arguments, opts["device"], opts["database"]))
         from tests.fakes.anthropic_server import FakeAnthropic, task_of  # the stand-in the tests use
 
@@ -79,7 +83,7 @@ class Command(BaseCommand):
                     search = services.search_start(
                         problem=problem, user=None, proposer="anthropic", model="claude-sonnet-4-6", device=device,
                         rounds=opts["rounds"], parents_per_round=opts["parents"], ideas_per_parent=opts["ideas"],
-                        kernels_per_idea=opts["kernels"], bank_size=0, repair_attempts=1,
+                        kernels_per_idea=opts["kernels"], bank_size=opts["bank"], repair_attempts=opts["repairs"],
                         name="search latency benchmark")
                     engines.start(search.id)
                     worker.wait(lambda: time.monotonic() - began > opts["max_seconds"] or engines.died()
