@@ -13,6 +13,7 @@ per correct kernel, evaluations saved by sources judged once, and the evidence: 
 carried a round's top kernels' profile, and what the kernel page shows of it.
 """
 
+import html
 import itertools
 import json
 import os
@@ -180,9 +181,10 @@ def evidence(search: Search, model: PlaybookModel) -> dict:
     if profiled:
         client = Client()
         client.force_login(get_user_model().objects.get_or_create(username="bench-latency")[0])
-        html = client.get(f"/kernels/{profiled[0].code}/").content.decode()
-        found = re.search(r'<p id="bottleneck">(.*?)</p>.*?<dd id="profile-counters">(.*?)</dd>', html, re.S)
-        page = " | ".join(re.sub(r"<[^>]+>", "", part).strip() for part in found.groups()) if found else "(not shown)"
+        shown = client.get(f"/kernels/{profiled[0].code}/").content.decode()
+        found = re.search(r'<p id="bottleneck">(.*?)</p>.*?<dd id="profile-counters">(.*?)</dd>', shown, re.S)
+        page = (" | ".join(html.unescape(re.sub(r"<[^>]+>", "", part)).strip() for part in found.groups())
+                if found else "(not shown)")
     return {"profiled_kernels": len(profiled),
             "ideas_requests_with_a_profile": f"{len(model.profiles_seen)} of {model.ideas}",
             "profile_in_an_ideas_request": model.profiles_seen[0] if model.profiles_seen else "",
