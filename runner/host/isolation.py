@@ -234,8 +234,10 @@ class Command:
                 self.args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 self._ro_bind(path)
-        if os.path.isdir("/opt/cuda"):
-            self._ro_bind("/opt/cuda")
+        # /opt/nvidia: where the ncu launcher on PATH looks for Nsight Compute (the probe's counter trial)
+        for folder in ("/opt/cuda", "/opt/nvidia"):
+            if os.path.isdir(folder):
+                self._ro_bind(folder)
         self.args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", "/sys", "/sys"]
 
     def _etc(self) -> None:
