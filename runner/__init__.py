@@ -13,14 +13,32 @@ candidate's or a problem's sandbox), `judge/` (the trusted judge) and `common/` 
 three). Callers outside the runner use only what this module exports.
 """
 
-from .api import Pool, evaluate, validate
-from .common import ceilings
-from .common.errors import Cancelled, DeviceBusy, ProblemInvalid, RunnerError
-from .common.version import RUNNER_VERSION, SCHEMA
-from .host import devicefacts
-from .host.evaluation import NOISY_QUARANTINE
-from .host.limits import Limits
-from .verdict import Verdict
+import importlib
 
-__all__ = ["Pool", "evaluate", "validate", "Verdict", "RunnerError", "ProblemInvalid", "DeviceBusy", "Cancelled",
-           "RUNNER_VERSION", "SCHEMA", "NOISY_QUARANTINE", "Limits", "ceilings", "devicefacts"]
+# Exported name -> (module, attribute; None: the module itself). Loaded on first use (PEP 562), so that
+# importing runner.inside or runner.judge, which Python does through this package, loads no host code
+# into a sandbox or the judge.
+_EXPORTS = {
+    "Pool": (".api", "Pool"), "evaluate": (".api", "evaluate"), "validate": (".api", "validate"),
+    "Verdict": (".verdict", "Verdict"), "RunnerError": (".common.errors", "RunnerError"),
+    "ProblemInvalid": (".common.errors", "ProblemInvalid"), "DeviceBusy": (".common.errors", "DeviceBusy"),
+    "Cancelled": (".common.errors", "Cancelled"), "RUNNER_VERSION": (".common.version", "RUNNER_VERSION"),
+    "SCHEMA": (".common.version", "SCHEMA"), "NOISY_QUARANTINE": (".host.evaluation", "NOISY_QUARANTINE"),
+    "Limits": (".host.limits", "Limits"), "ceilings": (".common.ceilings", None),
+    "devicefacts": (".host.devicefacts", None),
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    where, attribute = _EXPORTS[name]
+    module = importlib.import_module(where, __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -6,6 +6,7 @@ written there. Plain Python: runs without Django."""
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -295,3 +296,17 @@ def test_every_runner_module_is_named_in_its_zones_row_of_the_architecture_doc()
         folder = ROOT / "runner" / ("" if zone == "top" else zone)
         found = {path.name for path in folder.glob("*.py") if zone == "top" or path.name != "__init__.py"}
         assert found == named, f"runner/{zone}: in the folder, not the doc {found - named}; gone {named - found}"
+
+
+def test_starting_a_sandbox_or_the_judge_loads_no_host_code():
+    """Python imports a package's __init__ before its modules: runner/__init__.py must not pull the
+    host side (checks, pools, sandboxes) into every sandbox and the judge."""
+    for start in ("runner.inside.child", "runner.judge.referee"):
+        loaded = subprocess.run([sys.executable, "-c", f"import sys, {start}; print(sorted(sys.modules))"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
+        host = [name for name in eval(loaded) if name.startswith(("runner.host", "runner.api"))]
+        assert host == [], (start, host)
+    import runner
+    from runner.api import Pool
+
+    assert runner.Pool is Pool and "Verdict" in dir(runner)  # the exports still load when asked for
