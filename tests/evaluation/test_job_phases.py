@@ -67,8 +67,9 @@ def test_a_phase_write_stuck_on_the_database_does_not_hold_the_worker_process_at
     import subprocess
     import sys
 
-    stuck = ("import django, os, threading, time; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'kernellab.settings');"
-             "django.setup(); from evaluation.worker import PhaseWriter; w = PhaseWriter();"
+    stuck = ("import django, os, threading, time;"
+             "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'kernellab.settings'); django.setup();"
+             " from evaluation.worker import PhaseWriter; w = PhaseWriter();"
              "w.submit(print, 'first').result(timeout=5); w.submit(threading.Event().wait); time.sleep(0.2)")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", stuck], capture_output=True, text=True, timeout=60)

@@ -2,9 +2,10 @@
 
 A search with the Anthropic proposer (a default search's settings unless told otherwise) runs through
 the real engine, the real `anthropic` client, a child evaluator and its sandboxes, against a local
-stand-in for the Messages API whose replies take a model's time (ideas 20 s, kernels 45 s, repairs 30 s by default; `--scale` shrinks them all). Its
-"model" writes the playbook's kernels for the problem's family, with a share of them broken so that
-they do not parse and are repaired, and repeats some (as models do: those are judged once).
+stand-in for the Messages API whose replies take a model's time (ideas 20 s, kernels 45 s, repairs
+30 s by default; `--scale` shrinks them all). Its "model" writes the playbook's kernels for the
+problem's family, with a share of them broken so that they do not parse and are repaired, and
+repeats some (as models do: those are judged once).
 By default on a temporary SQLite file (the user's data is never touched).
 
 It prints: wall time, the serial sum of the calls' latencies, the time any call was in flight,
