@@ -302,9 +302,9 @@ def test_starting_a_sandbox_or_the_judge_loads_no_host_code():
     """Python imports a package's __init__ before its modules: runner/__init__.py must not pull the
     host side (checks, pools, sandboxes) into every sandbox and the judge."""
     for start in ("runner.inside.child", "runner.judge.referee"):
-        loaded = subprocess.run([sys.executable, "-c", f"import sys, {start}; print(sorted(sys.modules))"], cwd=ROOT,
-                                capture_output=True, text=True, check=True).stdout
-        host = [name for name in eval(loaded) if name.startswith(("runner.host", "runner.api"))]
+        loaded = subprocess.run([sys.executable, "-c", f"import sys, {start}; print(*sys.modules, sep='\\n')"],
+                                cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+        host = [name for name in loaded if name.startswith(("runner.host", "runner.api"))]
         assert host == [], (start, host)
     import runner
     from runner.api import Pool

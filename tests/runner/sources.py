@@ -52,6 +52,20 @@ def get_init_inputs():
 '''
 
 # The C fast path: build with the system compiler under mkdtemp(), load with ctypes.
+CONV_PROBLEM = """import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 64, 3, padding=1)
+    def forward(self, x):
+        return self.conv(x)
+def get_inputs():
+    return [torch.randn(32, 64, 56, 56)]
+def get_init_inputs():
+    return []
+"""
+
 _C_PRELUDE = '''
 import ctypes
 import os

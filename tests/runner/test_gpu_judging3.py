@@ -16,19 +16,7 @@ pytestmark = pytest.mark.gpu
 
 SOFTMAX = sources.cuda_softmax_problem(256, 4096)
 
-CONV = """import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(64, 64, 3, padding=1)
-    def forward(self, x):
-        return self.conv(x)
-def get_inputs():
-    return [torch.randn(32, 64, 56, 56)]
-def get_init_inputs():
-    return []
-"""
+CONV = sources.CONV_PROBLEM
 
 CONV_WITH_BENCHMARK = """import torch
 import torch.nn as nn

@@ -215,19 +215,6 @@ def test_a_failing_call_still_restores_the_storages():
 
 # --- on the GPU: a published conv kernel's cache, with its own timing's choice made for it ----------------
 
-CONV_PROBLEM = """import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 32, 3, bias=False)
-    def forward(self, x):
-        return self.conv(x)
-def get_inputs():
-    return [torch.randn(8, 3, 128, 128)]
-def get_init_inputs():
-    return []
-"""
 # The published kernel keeps this copy only when its own start-up timing finds channels_last faster, so on a
 # host where it does not, it is honest; here the choice is made, so the cache is always there.
 CHANNELS_LAST_COPY = """import torch
@@ -236,22 +223,23 @@ import torch.nn.functional as F
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 32, 3, bias=False)
+        self.conv = nn.Conv2d(64, 64, 3, padding=1)
         self.ptr, self.shape, self.copy = None, None, None
     def forward(self, x):
         if self.ptr != x.data_ptr() or self.shape != x.shape:
             self.copy = x.contiguous(memory_format=torch.channels_last)
             self.ptr, self.shape = x.data_ptr(), x.shape
-        return F.conv2d(self.copy, self.conv.weight.contiguous(memory_format=torch.channels_last))
+        weight = self.conv.weight.contiguous(memory_format=torch.channels_last)
+        return F.conv2d(self.copy, weight, self.conv.bias, padding=1)
 """
 
 
 @pytest.mark.gpu
 def test_a_channels_last_copy_keyed_on_the_inputs_address_is_caught_on_the_gpu(cuda_pool, no_static_caching_rule):
-    assert checks.check_source(CHANNELS_LAST_COPY, reference_source=CONV_PROBLEM, allow_library=True) == []
+    assert checks.check_source(CHANNELS_LAST_COPY, reference_source=sources.CONV_PROBLEM, allow_library=True) == []
     for seed in (3, 4):
-        result = cuda_pool.evaluate(CONV_PROBLEM, CHANNELS_LAST_COPY, seed=seed, allow_library=True)
+        result = cuda_pool.evaluate(sources.CONV_PROBLEM, CHANNELS_LAST_COPY, seed=seed, allow_library=True)
         assert result["status"] == "incorrect", (seed, result["status"], result["reason"])
     honest = CHANNELS_LAST_COPY.replace("self.ptr != x.data_ptr() or self.shape != x.shape", "True")
-    result = cuda_pool.evaluate(CONV_PROBLEM, honest, seed=3, allow_library=True)
+    result = cuda_pool.evaluate(sources.CONV_PROBLEM, honest, seed=3, allow_library=True)
     assert result["status"] == "correct", result["reason"]

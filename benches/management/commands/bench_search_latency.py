@@ -176,8 +176,9 @@ def evidence(search: Search, model: PlaybookModel) -> dict:
 
     from searches import selectors
 
-    profiled = [k for k in Kernel.objects.filter(search=search, status="correct").order_by("median_ms")
-                if selectors.kernel_profile(selectors.kernel_runs(kernel=k))[1]][:search.profiled_kernels]
+    fastest = Kernel.objects.filter(search=search, status="correct").order_by("median_ms")
+    with_profile = (k for k in fastest if selectors.kernel_profile(selectors.kernel_runs(kernel=k))[1])
+    profiled = list(itertools.islice(with_profile, search.profiled_kernels))
     page = ""
     if profiled:
         client = Client()
