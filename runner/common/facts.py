@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from .dispatchmode import DispatchMode
 
 # One forward of the reference under a dispatch mode records every aten op with where its tensor
 # arguments came from. The FLOPs of the matrix-like ops (PyTorch's own per-op formulas) are then
@@ -86,7 +86,7 @@ class _Node:
         self.vague = False  # its output feeds a selection whose values are unknown
 
 
-class ForwardTrace(TorchDispatchMode):
+class ForwardTrace(DispatchMode):
     """Records the aten ops of one forward with their data flow (see the section comment)."""
 
     def __init__(self):

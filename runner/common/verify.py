@@ -29,9 +29,9 @@ import threading
 import time
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import findings
+from .dispatchmode import DispatchMode
 from .facts import is_bookkeeping
 from .launches import Launches
 
@@ -234,7 +234,7 @@ class Swallowed:
         return self._local
 
 
-class OpRecorder(TorchDispatchMode):
+class OpRecorder(DispatchMode):
     """Records the aten ops dispatched while active (also those an extension calls)."""
 
     def __init__(self):

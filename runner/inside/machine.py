@@ -3,7 +3,6 @@ isolation (part of the environment a baseline is cached under, baselines.ENV_KEY
 
 from __future__ import annotations
 
-import importlib
 import os
 import platform
 from pathlib import Path
@@ -30,11 +29,11 @@ def warm_up(device: str) -> dict:
 
 
 def warm_dispatch() -> None:
-    """Entering a dispatch mode imports torch._dynamo (a second of CPU): an evaluation pays for it first,
-    so the guarded functions it wraps are final before its snapshot. Not at warm-up: half the sandboxes
-    (the truths', the spares a pool closes unused) never enter one."""
-    importlib.import_module("torch._dynamo")
-    with OpRecorder():  # on the CPU: outside the device lock nothing runs on the GPU's SMs
+    """The first op under the runner's dispatch mode, before an evaluation's snapshot and outside the
+    device lock (on the CPU: nothing runs on the GPU's SMs). It leaves torch._dynamo unimported
+    (runner/common/dispatchmode.py): half the sandboxes never enter a mode, and a candidate that
+    compiles nothing never needs Dynamo."""
+    with OpRecorder():
         torch.zeros(8).sum()
 
 

@@ -1,0 +1,32 @@
+"""The runner's dispatch modes leave torch._dynamo unimported (a second of every sandbox's CPU) until
+something else imports it, and step out of Dynamo's way once it is."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import sys
+import torch
+from runner.common.verify import OpRecorder
+from runner.common.facts import trace_forward
+
+with OpRecorder() as recorder:
+    torch.ones(4).mul(3).sum()
+trace_forward(torch.nn.Linear(4, 2), [torch.ones(3, 4)])
+print("dynamo after the modes:", "torch._dynamo" in sys.modules)
+
+double = torch.compile(lambda x: x * 2 + 1, backend="eager")
+with OpRecorder() as recorder:
+    out = double(torch.ones(4))
+print("compiled under the recorder:", out.tolist(), "aten.mul.Tensor" in recorder.ops)
+"""
+
+
+def test_the_modes_run_without_dynamo_and_under_a_compiled_function():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dynamo after the modes: False" in done.stdout, done.stdout
+    assert "compiled under the recorder: [3.0, 3.0, 3.0, 3.0] True" in done.stdout, done.stdout
