@@ -286,7 +286,7 @@ class EvaluationWorker:
             problem.source, options.get("source", "") if tool else job.kernel.source, device=job.device,
             seed=job.seed, timeout=settings.RUNNER_TIMEOUT, atol=atol, rtol=rtol,
             allow_library=bool(options.get("allow_library")), rule=rule, more_baselines=options.get("baselines") or (),
-            compile_only=tool == "compile", untimed=tool == "check",
+            compile_only=tool == "compile", untimed=tool == "check", counters=bool(options.get("counters")),
         )
 
     def _mark_started(self, job: EvaluationJob) -> None:

@@ -30,13 +30,15 @@ def validate(problem_source: str, *, device: str = "cpu", timeout: float = 300.0
 def evaluate(problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
              allow_library: bool = False, rule: str | None = None, more_baselines=(), compile_only: bool = False,
-             untimed: bool = False, _pool: Pool | None = None) -> Verdict:
+             untimed: bool = False, counters: bool = False, _pool: Pool | None = None) -> Verdict:
     """`rule`: "kernellab" (default), "kernelbench" (v0.1) or "kernelbench-main" (runner/common/rules.py);
     `more_baselines` as validate's, each speedup in the verdict's `speedup_vs_more`; `compile_only` and
-    `untimed`: a draft's build or untimed check (runner/host/evaluation.py)."""
+    `untimed`: a draft's build or untimed check; `counters`: Nsight Compute's counters in the profile, on the
+    GPU (runner/host/evaluation.py)."""
     evaluation.check_device(device)
     arguments = dict(device=device, seed=seed, timeout=timeout, atol=atol, rtol=rtol, allow_library=allow_library,
-                     rule=rule, more_baselines=more_baselines, compile_only=compile_only, untimed=untimed)
+                     rule=rule, more_baselines=more_baselines, compile_only=compile_only, untimed=untimed,
+                     counters=counters)
     if _pool is not None:
         return evaluation.evaluate(_pool, problem_source, kernel_source, **arguments)
     with Pool(device, size=0) as pool:

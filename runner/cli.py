@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
                           help="stop once the kernel builds: status compiled, or why not (nothing judged)")
     evaluate.add_argument("--untimed", action="store_true",
                           help="judge its correctness only, nothing timed (no speed, no profile)")
+    evaluate.add_argument("--counters", action="store_true",
+                          help="on the GPU, Nsight Compute's counters of one call in its profile (where the host "
+                               "lets the sandbox's user read them)")
 
     bench = commands.add_parser("bench", help="evaluation throughput, repeatability and timing agreement")
     bench.add_argument("--device", choices=api.DEVICES, default="cpu")
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol,
                                   allow_library=args.allow_library, rule=args.rule,
                                   more_baselines=args.baselines, compile_only=args.compile_only,
-                                  untimed=args.untimed)
+                                  untimed=args.untimed, counters=args.counters)
     except api.RunnerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

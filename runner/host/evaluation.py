@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import baselines, buildcache, gpumem, phases, quarantine, schema
-from ..common import counters, exchange, findings, roofline, rules, watchdog
+from ..common import exchange, findings, roofline, rules, watchdog
+from ..common import counters as hardware_counters
 from .pairing import Pairing
 from ..common import compile as compiling
 from .checks import check_findings, deferred_internals
@@ -93,10 +94,11 @@ def empty_validation() -> dict:
 def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cpu", seed: int | None = None,
              timeout: float = 300.0, atol: float | None = None, rtol: float | None = None,
              allow_library: bool = False, rule: str | None = None, more_baselines=(), compile_only: bool = False,
-             untimed: bool = False) -> dict:
+             untimed: bool = False, counters: bool = False) -> dict:
     """The verdict on a kernel; `compile_only`: whether it passes the static rules and builds (status
     "compiled"), nothing run or judged (a draft's check for the agent's `compile` tool); `untimed`: its
-    correctness judged by the trusted judge, nothing timed (the agent's `check`)."""
+    correctness judged by the trusted judge, nothing timed (the agent's `check`); `counters`: on the GPU,
+    Nsight Compute's counters of one call in its profile (a profile on demand)."""
     check_device(device)
     more = baselines.extra(more_baselines)
     rule = rules.resolve(rule)
@@ -121,6 +123,7 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
            "rule": rule,
            "call_limit_s": watchdog.limit_s(validation["baseline"].get("eager_ms")),
            "paired": device == "cpu" and not untimed,  # eager timed between the candidate's blocks (pairing.py)
+           "counters": bool(counters) and device == "cuda" and not untimed,
            "internals": deferred_internals(kernel_source)}  # refused in the sandbox where this PyTorch has them
     if untimed:
         job["stop_after"] = "correctness"
@@ -130,6 +133,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
                 return {**_build_only(pool, {**job, "stop_after": "build", "paired": False}, timeout),
                         "advisories": result["advisories"]}
             judged = _judge(pool, job, validation, environment, timeout)
+            if job["counters"] and judged["status"] == "correct" and judged.get("profile"):
+                add_counters(pool, job, judged, timeout)
             judged["advisories"], judged["rule"] = result["advisories"], result["rule"]
             return judged
         except _DeviceFull as exc:
@@ -393,7 +398,24 @@ def profile_of(result: dict, validation: dict, device: str, build: dict | None) 
     return roofline.profile(device=device, kernels=(build or {}).get("kernels"), device_facts=device_facts,
                             median_ms=result["timing"]["median_ms"], flops=validation.get("flops"),
                             min_bytes=validation.get("min_bytes"), precision=result.get("precision"),
-                            counters=counters.status()["note"] if device == "cuda" else None)
+                            counters=hardware_counters.status()["note"] if device == "cuda" else None)
+
+
+def add_counters(pool, job: dict, result: dict, timeout: float) -> None:
+    """A counters job (runner/inside/ncuprofile.py) in a fresh sandbox after the verdict, so nothing it does
+    can change it: the profile's `counters` line and `counter_kernels`, or why there are none."""
+    outcome, _ = _run(pool, {"job": "counters", "device": job["device"], "seed": job["seed"],
+                             "problem_source": job["problem_source"], "kernel_source": job["kernel_source"]}, timeout)
+    try:
+        raw = schema.counters_job(outcome.result)
+    except schema.Malformed as exc:
+        reason = f"the sandbox sent no counters ({exc})" if outcome.result is not None else outcome.reason
+        read = {"status": "failed", "note": f"{roofline.COUNTERS_UNAVAILABLE}: {reason}"}
+    else:
+        read = hardware_counters.read_profile(raw["returncode"], raw["output"])
+    result["profile"]["counters"] = hardware_counters.profile_text(read)
+    if read["status"] == "ok":
+        result["profile"]["counter_kernels"] = read["kernels"]
 
 
 def _cached_validation(problem_source, device, environment, pool, timeout, seed, more=()) -> dict:

@@ -162,12 +162,13 @@ class Pool:
     def evaluate(self, problem_source: str, kernel_source: str, *, device: str | None = None,
                  seed: int | None = None, timeout: float = 300.0, atol: float | None = None,
                  rtol: float | None = None, allow_library: bool = False, rule: str | None = None,
-                 more_baselines=(), compile_only: bool = False, untimed: bool = False) -> dict:
+                 more_baselines=(), compile_only: bool = False, untimed: bool = False,
+                 counters: bool = False) -> dict:
         self._same_device(device)
         return self._unless_cancelled(lambda: evaluation.evaluate(
             self, problem_source, kernel_source, device=self.device, seed=seed, timeout=timeout, atol=atol,
             rtol=rtol, allow_library=allow_library, rule=rule, more_baselines=more_baselines,
-            compile_only=compile_only, untimed=untimed))
+            compile_only=compile_only, untimed=untimed, counters=counters))
 
     def _same_device(self, device: str | None) -> None:
         if device is not None and device != self.device:

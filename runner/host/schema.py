@@ -14,7 +14,7 @@ import json
 import math
 import re
 
-from ..common import findings, timing
+from ..common import counters, findings, timing
 from ..common.baselinekinds import MORE_BASELINES
 
 STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed", "oom")
@@ -179,6 +179,14 @@ def _build(raw) -> dict | None:
     clean_device["name"] = _text(device.get("name"), "build.device.name", 200, optional=True)
     return {"kernels": [_build_kernel(k) for k in _list(raw.get("kernels") or [], "build.kernels", 8)],
             "device": clean_device}
+
+
+def counters_job(raw) -> dict:
+    """What Nsight Compute printed in a counters job's sandbox (runner/inside/ncuprofile.py), bounded; the
+    parent parses it (runner/common/counters.py)."""
+    raw = _dict(raw, "counters", ("returncode", "output"))
+    return {"returncode": int(_number(raw.get("returncode"), "counters.returncode", low=-64, high=255)),
+            "output": _text(raw.get("output"), "counters.output", counters.PROFILE_OUTPUT_LIMIT)}
 
 
 def _build_kernel(raw) -> dict:

@@ -47,6 +47,10 @@ def run(job: dict, channel, env: dict, exchange_fd: int | None = None) -> dict:
         return probe.health(job["device"])
     if kind == "do_bench":
         return run_do_bench(job, channel)
+    if kind == "counters":
+        from . import ncuprofile
+
+        return ncuprofile.run(job, channel, ROOT)
     if kind == "probe":
         from . import probe
 

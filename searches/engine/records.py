@@ -131,11 +131,12 @@ def finish(search_id: int, status: str, stop_reason: str) -> None:
 
 def _recheck_elites(search_id: int) -> None:
     """Queue a verified rerun (fresh process, new seed) of the search's fastest correct kernels,
-    quarantined ones included: their badge, or their way into the ranking, depends on it."""
+    quarantined ones included: their badge, or their way into the ranking, depends on it. On a GPU the
+    rerun also reads Nsight Compute's counters for the winners' pages, where the host allows them."""
     elites = (Kernel.objects.filter(search_id=search_id, status=Verdict.CORRECT, median_ms__isnull=False)
               .exclude(origin=Kernel.Origin.FORK).order_by("median_ms")[:settings.ELITE_RECHECKS])
     for kernel in elites:
-        kernel_services.kernel_request_rerun(kernel=kernel, user=None)
+        kernel_services.kernel_request_rerun(kernel=kernel, user=None, counters=True)
 
 
 def fail_search(search_id: int, reason: str) -> None:

@@ -165,19 +165,23 @@ def _kernel_reproduced(kernel: Kernel, rerun: BenchmarkRun) -> bool:
 
 
 @transaction.atomic
-def kernel_request_rerun(*, kernel: Kernel, user) -> EvaluationJob:
-    """Evaluate a correct kernel again with a fresh seed; its verdict sets `verified`."""
+def kernel_request_rerun(*, kernel: Kernel, user, counters: bool = False) -> EvaluationJob:
+    """Evaluate a correct kernel again with a fresh seed; its verdict sets `verified`. `counters`: a
+    profile on demand, whose run on a GPU also reads Nsight Compute's counters where the host allows."""
     kernel = Kernel.objects.select_for_update().get(pk=kernel.pk)
     if kernel.status != Verdict.CORRECT:
         raise ValidationError("Only a correct kernel can be rerun for verification.", code="status")
     waiting = kernel.jobs.filter(purpose=EvaluationJob.Purpose.RERUN,
                                  status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
     if waiting is not None:
+        if counters and waiting.status == EvaluationJob.Status.QUEUED and not waiting.options.get("counters"):
+            waiting.options = {**waiting.options, "counters": True}
+            waiting.save(update_fields=["options"])
         return waiting
-    return _queue_rerun(kernel, user)
+    return _queue_rerun(kernel, user, counters)
 
 
-def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
+def _queue_rerun(kernel: Kernel, user=None, counters: bool = False) -> EvaluationJob:
     """A person's request is interactive and counts against their cap; the system's (a noisy timing,
     the engine's elite rechecks) runs as search work."""
     used = set(kernel.runs.values_list("seed", flat=True))
@@ -187,6 +191,9 @@ def _queue_rerun(kernel: Kernel, user=None) -> EvaluationJob:
     first = None if kernel.search_id else kernel.jobs.order_by("id").first()
     # judged again as first judged: a re-judged file keeps its library rule and correctness rule
     options = kernel.search.job_options() if kernel.search_id else dict((first and first.options) or {})
+    options = {k: v for k, v in options.items() if k != "counters"}  # asked for by this request only
+    if counters:
+        options["counters"] = True
     priority = Priority.INTERACTIVE if getattr(user, "is_authenticated", False) else Priority.SEARCH
     return queue.enqueue_kernel(kernel, purpose=EvaluationJob.Purpose.RERUN, seed=seed, priority=priority,
                                 options=options, requested_by=user)

@@ -194,10 +194,11 @@ def kernel_rerun(request, code):
 @limits_sandbox_work
 def kernel_profile(request, code):
     """Profile on demand: every correct evaluation returns the kernel's profile, so this queues one
-    (a verified rerun, fresh seed) and the page shows its profile once it is done."""
+    (a verified rerun, fresh seed; on a GPU with Nsight Compute's counters where the host allows them)
+    and the page shows its profile once it is done."""
     kernel = get_kernel(code)
     try:
-        services.kernel_request_rerun(kernel=kernel, user=request.user)
+        services.kernel_request_rerun(kernel=kernel, user=request.user, counters=True)
     except (ValidationError, PermissionDenied) as error:
         messages.error(request, f"Could not request a profile: {error_text(error)}")
     else:

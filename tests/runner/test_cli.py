@@ -63,8 +63,9 @@ def test_evaluate_json_has_every_key_and_exit_zero_for_any_verdict(files):
     assert all(set(row) >= DISTRIBUTION_KEYS for row in result["correctness"]["per_distribution"])
     assert len(result["timing"]["ci95_ms"]) == 2
     assert set(result["paired"]) == PAIRED_KEYS and result["speedup_vs_eager"] == result["paired"]["speedup"]
-    plain = run_cli("evaluate", problem, files("k.py", sources.SILU_KERNEL), "--seed", "11")
+    plain = run_cli("evaluate", problem, files("k.py", sources.SILU_KERNEL), "--seed", "11", "--counters")
     assert "vs eager paired: eager " in plain.stdout and " blocks between the kernel's, 95% CI " in plain.stdout
+    assert "counters: no hardware counters on the CPU" in plain.stdout  # --counters asks the GPU's only
 
     broken = run_cli("evaluate", problem, files("bad.py", sources.SILU_COMPILE_ERROR), "--json",
                      "--atol", "1e-3", "--rtol", "1e-3")

@@ -79,3 +79,20 @@ def test_triton_kernel_profile_reads_its_spills(cuda_pool):
     assert main["name"].startswith("add_one") and main["registers"] > 0
     assert main["local_bytes"] == 0  # Triton's n_spills of its compiled kernel
     assert result["profile"]["bottleneck"] in LABELS
+
+
+def test_a_profile_on_demand_reads_the_counters_or_says_why_not(cuda_pool):
+    """Nsight Compute in the candidate's sandbox (runner/inside/ncuprofile.py): the counters of the kernel's
+    one profiled call, or the reason this host's sandbox cannot read them; the verdict is the same either way."""
+    result = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=1, counters=True)
+    assert result["status"] == "correct", result["reason"] + result.get("log", "")
+    profile = result["profile"]
+    print("counter profile:", profile["counters"])
+    if profile.get("counter_kernels"):
+        main = profile["counter_kernels"][0]
+        assert main["name"].startswith("softmax_rows") and main["duration_us"] > 0, main
+        assert 0 < main["dram_pct"] <= 100 and 0 < main["occupancy_pct"] <= 100 and main["stalls"], main
+        assert profile["counters"].startswith("Nsight Compute")
+    else:
+        assert profile["counters"].startswith(roofline.COUNTERS_UNAVAILABLE), profile["counters"]
+    assert "counter_kernels" not in cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=2)["profile"]

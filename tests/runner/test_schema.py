@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from runner.common import counters
 from runner.host import baselines, schema
 from runner.host.evaluation import empty_verdict
 
@@ -59,6 +60,16 @@ def test_a_build_report_is_kept_cleaned():
     build = schema.evaluation(verdict)["build"]
     assert build["kernels"][0]["registers"] == 40 and build["kernels"][0]["grid"] == [4096]
     assert build["device"]["sm_count"] == 132 and build["device"]["registers_per_sm"] is None
+
+
+def test_a_counters_jobs_output_is_kept_as_text_for_the_parent_to_read():
+    assert schema.counters_job({"returncode": 0, "output": '"ID","Kernel Name"\n'}) == {
+        "returncode": 0, "output": '"ID","Kernel Name"\n'}
+    for raw, words in [({"returncode": 0, "output": "x" * (counters.PROFILE_OUTPUT_LIMIT + 1)}, "longer"),
+                       ({"returncode": 0, "output": "", "kernels": []}, "unknown field"),
+                       ({"returncode": "0", "output": ""}, "not a number"), (None, "not an object")]:
+        with pytest.raises(schema.Malformed, match=words):
+            schema.counters_job(raw)
 
 
 def test_a_sandbox_cannot_claim_correctness():
