@@ -70,10 +70,10 @@ def read_trial(returncode: int, output: str) -> dict:
 
 
 # --- the counter profile: Nsight Compute on one call of a correct kernel ------------------------
-# Requested per evaluation (`counters`, a profile on demand); collected in the candidate's sandbox
-# under the device lock (runner/inside/ncuprofile.py); its CSV parsed here, in the parent. Regexes
-# keep the request valid across architectures: the tensor pipes are HMMA before Hopper and also
-# GMMA (wgmma) on it; the stall reasons differ between versions.
+# Requested per evaluation (`counters`, a profile on demand); collected after the verdict by a counters
+# job in a fresh sandbox holding the device (runner/inside/ncuprofile.py); its CSV parsed here, in the
+# parent. Regexes keep the request valid across architectures: the tensor pipes are HMMA before
+# Hopper and also GMMA (wgmma) on it; the stall reasons differ between versions.
 PROFILE_METRICS = (
     "gpu__time_duration.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",

@@ -54,6 +54,7 @@ PASS_THROUGH = (
     "HF_HUB_CACHE", "HF_HUB_OFFLINE",
 )
 
+
 @functools.cache
 def compile_runner() -> None:
     """The runner's bytecode, written once per process from the parent: a sandbox (PYTHONDONTWRITEBYTECODE,
