@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from benches.harness import bench_worker, rerun_on_database
@@ -92,12 +93,20 @@ class Command(BaseCommand):
                                 or Search.objects.get(pk=search.id).status in Search.FINISHED)
                     wall = time.monotonic() - began
                     spans = [(a - began, b - began) for a, b, _, _ in fake.spans]
+                    _pause_if_active(search)  # at --max-seconds: its calls in flight are abandoned, the thread ends
         report = measure(search, spans, wall, fake.max_in_flight)
         report.update(evidence(search, model))
         for line in table(report):
             self.stdout.write(line)
         if opts["json"]:
             Path(opts["json"]).write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _pause_if_active(search: Search) -> None:
+    try:
+        services.search_pause(search=Search.objects.get(pk=search.pk), user=None)
+    except ValidationError:
+        pass  # it finished (or failed) meanwhile
 
 
 # What a real model's analysis looks like, so the kernel pages and the stored replies of a bench have one.
