@@ -15,7 +15,7 @@ from proposers.base import Failure, KernelContext, LessonShown, ProblemContext, 
 from proposers.registry import get_proposer
 from searches.models import Idea, Kernel, Search, Verdict
 from searches.selectors.ideas import key_scope, search_priors
-from searches.selectors.kernels import kernel_is_ranked, speed_of_light
+from searches.selectors.kernels import kernel_is_ranked, kernel_profile, kernel_runs, speed_of_light
 from searches.selectors.lessons import lessons_for_search
 from searches.selectors.targets import target_facts
 
@@ -130,19 +130,27 @@ def kernel_context(kernel: Kernel) -> KernelContext:
                            else None),
         paired_eager_ms=paired_eager_ms(result),
         notes=runner_notes(result),
-        profile=profile_shown(kernel, result),
+        profile=profile_shown(kernel),
     )
 
 
-def profile_shown(kernel: Kernel, result: dict) -> str:
-    """The run's profile, for one of its round's `profiled_kernels` fastest ranked kernels only
-    (a profile the next ideas call reads is evidence; on every kernel it would be noise)."""
-    profile = result.get("profile")
-    if not profile or kernel.search is None or not kernel_is_ranked(kernel):
+def profile_shown(kernel: Kernel) -> str:
+    """The newest profile of one of its round's `profiled_kernels` fastest ranked kernels, as its page
+    shows it (a counter profile arrives with a rerun); "" for the others (a profile the next ideas call
+    reads is evidence; on every kernel it would be noise)."""
+    if not is_profiled(kernel):
         return ""
+    _, profile = kernel_profile(kernel_runs(kernel=kernel))
+    return prompts.profile_text(profile) if profile else ""
+
+
+def is_profiled(kernel: Kernel) -> bool:
+    """One of its round's `profiled_kernels` fastest ranked kernels."""
+    if kernel.search is None or not kernel_is_ranked(kernel):
+        return False
     top = (Kernel.objects.filter(search=kernel.search, round=kernel.round, duplicate_of__isnull=True).ranked()
            .order_by("median_ms", "id").values_list("id", flat=True)[:kernel.search.profiled_kernels])
-    return prompts.profile_text(profile) if kernel.id in set(top) else ""
+    return kernel.id in set(top)
 
 
 def runner_notes(result: dict) -> tuple[str, ...]:

@@ -12,6 +12,8 @@ many at a time (searches/engine/calls.py: each saved the moment it lands):
             an EvaluationJob at once, so the evaluation workers start while the proposer is
             still writing (pipelining). A candidate judged incorrect, rejected, runtime_error,
             timeout or compile_error gets up to `repair_attempts` repair turns, each its child.
+            On a GPU, a parent whose profile its ideas call reads is first rerun with Nsight
+            Compute's counters, and that call waits for them (engine/evidence.py).
   next      once every job of the round has finished, the best correct kernels become the
             next round's parents; the search ends with its true reason: the proposer had no new
             ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget. With
@@ -42,7 +44,7 @@ from searches.selectors.ideas import points_per_dollar
 from searches.selectors.kernels import speed_of_light
 from searches.selectors.searches import search_planned_candidates
 
-from . import calls, lease, records
+from . import calls, evidence, lease, records
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +126,20 @@ def _step(search_id: int) -> bool:
     stop_reason = budget_reached(search)
     if not stop_reason and calls.run(search_id, _ready):
         return True
-    if queue.pending_for_search(search_id).exists():
-        return False  # each verdict kicks the search again
+    if queue.pending_for_search(search_id).exists() or (not stop_reason and _parents_waiting(search)):
+        return False  # each verdict (a counter rerun's too) kicks the search again
     if stop_reason:
         records.finish(search_id, Search.Status.COMPLETED, stop_reason)
         return True
     return _start_next_round(search_id)
+
+
+def _parents_waiting(search: Search) -> bool:
+    """A parent of the round waits for its counters before its ideas call (engine/evidence.py)."""
+    if search.current_round == 0:
+        return False
+    plan = calls.round_plan(search, search.current_round)
+    return bool(evidence.waiting(search, [p for p in plan["parents"] if p not in plan["asked"]]))
 
 
 def budget_reached(search: Search) -> str:
@@ -159,8 +169,9 @@ def _ready(search: Search, flying: set):
     else:
         plan = calls.round_plan(search, search.current_round)
         first_alone = not plan["asked"]
+        counting = evidence.waiting(search, plan["parents"])
         for parent_id in plan["parents"]:
-            if parent_id in plan["asked"] or ("ideas", parent_id) in flying:
+            if parent_id in plan["asked"] or ("ideas", parent_id) in flying or parent_id in counting:
                 continue
             if first_alone and any(key[0] == "ideas" for key in flying):
                 break
@@ -252,6 +263,7 @@ def _start_next_round(search_id: int) -> bool:
         search.current_round = finished + 1
         search.round_parents = {**(search.round_parents or {}), str(search.current_round): {"parents": parents, "asked": []}}
         search.save(update_fields=["current_round", "round_parents"])
+        evidence.request(search, parents)
         events.publish(search_id, "round.started", {"round": search.current_round, "parents": parents})
         events.publish_search_progress(search_id)
     return True

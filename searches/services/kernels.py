@@ -131,7 +131,7 @@ def kernel_record_verdict(*, kernel: Kernel, job: EvaluationJob, result: dict) -
         if job.purpose == EvaluationJob.Purpose.SEARCH:
             Search.objects.filter(pk=kernel.search_id).update(candidates_evaluated=F("candidates_evaluated") + 1)
             events.publish_search_progress(kernel.search_id)
-            kick(kernel.search_id)
+        kick(kernel.search_id)  # a rerun's too: a round's ideas may wait for its counters (engine/evidence.py)
     return run
 
 
@@ -202,7 +202,12 @@ def _queue_rerun(kernel: Kernel, user=None, counters: bool = False) -> Evaluatio
 def kernel_job_failed(*, job: EvaluationJob, reason: str, reason_code: str = "") -> None:
     """A kernel's job failed for good (it kept killing its worker, or the search was cancelled:
     `reason_code` Kernel.CANCELLED)."""
-    if job.purpose == EvaluationJob.Purpose.RERUN or job.kernel_id is None:
+    if job.kernel_id is None:
+        return
+    if job.purpose == EvaluationJob.Purpose.RERUN:
+        search_id = Kernel.objects.filter(pk=job.kernel_id).values_list("search_id", flat=True).first()
+        if search_id:
+            kick(search_id)  # a round's ideas waiting for its counters go on without them
         return
     kernel = Kernel.objects.select_for_update().get(pk=job.kernel_id)
     if BenchmarkRun.objects.filter(job=job).exists():

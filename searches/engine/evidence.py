@@ -1,0 +1,31 @@
+"""Counters before a round's ideas. On a GPU, each of the round's parents whose profile its ideas
+call reads (context.is_profiled: its round's `profiled_kernels` fastest) is rerun once with Nsight
+Compute's counters (runner/inside/ncuprofile.py, where the host lets the sandbox read them), and
+that parent's ideas call waits for the rerun: the model sees stall reasons and pipe use, not only
+the build's registers and the achieved bandwidth. A rerun that fails lets the call go without them
+(its kick wakes the search); on the CPU there are no counters to read, so nothing waits."""
+
+from evaluation.models import EvaluationJob
+from searches.models import Device, Kernel, Search
+from searches.services import kernels as kernel_services
+
+from . import context
+
+WAITING = [EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]
+
+
+def request(search: Search, parent_ids: list[int]) -> None:
+    """Queue the counter reruns of the new round's profiled parents that have none yet."""
+    if search.device != Device.CUDA:
+        return
+    for kernel in Kernel.objects.filter(pk__in=parent_ids).select_related("search"):
+        counted = EvaluationJob.objects.filter(kernel=kernel, options__counters=True).exists()
+        if not counted and context.is_profiled(kernel):
+            kernel_services.kernel_request_rerun(kernel=kernel, user=None, counters=True)
+
+
+def waiting(search: Search, parent_ids: list[int]) -> set[int]:
+    """The parents whose counter rerun is queued or running."""
+    return set(EvaluationJob.objects.filter(kernel_id__in=parent_ids, purpose=EvaluationJob.Purpose.RERUN,
+                                            options__counters=True, status__in=WAITING)
+               .values_list("kernel_id", flat=True))

@@ -1,0 +1,81 @@
+"""On a GPU, a round's profiled parents are rerun with Nsight Compute's counters before their ideas
+call (searches/engine/evidence.py), and the counters reach that call, as the local fake Messages API
+received it from the real `anthropic` SDK. A failed rerun lets the call go without them; on the CPU
+nothing waits. (No GPU here: the test worker records the verdicts a GPU evaluator would.)"""
+
+import pytest
+from django.db import transaction
+
+from evaluation import leases, queue
+from evaluation.models import EvaluationJob
+from runner.common import roofline
+from searches import services
+from searches.engine import loop
+from tests.fakes.anthropic_server import task_of
+
+from .test_engine import problem  # noqa: F401  (fixture)
+from .test_engine_llm import fake, kicks, start  # noqa: F401  (fixtures)
+from .test_engine_llm_profile import profiled, shown
+
+pytestmark = pytest.mark.django_db(transaction=True)  # proposer calls run on threads
+
+# What the counter profile of the softmax kernel read on the H100 (2026-12-06, tests/runner/test_gpu_profile.py)
+COUNTERS = ("Nsight Compute, one call, clocks as found: softmax_rows (8.064 us): SM 26% and DRAM 16% of peak, achieved "
+            "occupancy 45%, tensor pipes dmma 0%, hmma 1%, imma 0%; top stalls (cycles per issue) long_scoreboard 11, "
+            "wait 1.9, barrier 1.4")
+
+
+def judge(device: str, counters: str | None = None) -> int:
+    judged = 0
+    while (job := leases.claim("test-worker", device)) is not None:
+        verdict = profiled(job.kernel, 1.0)
+        if job.options.get("counters"):
+            verdict["profile"]["counters"] = counters
+        services.kernel_record_verdict(kernel=job.kernel, job=job, result=verdict)
+        judged += 1
+    return judged
+
+
+def ideas_requests(fake) -> list[str]:
+    return [shown(s) for s in fake.requests if task_of(s) == "ideas"]
+
+
+def counter_reruns(search):
+    return EvaluationJob.objects.filter(kernel__search=search, purpose=EvaluationJob.Purpose.RERUN,
+                                        options__counters=True)
+
+
+def test_a_gpu_parents_counters_are_read_before_its_ideas_call(problem, fake):
+    search = start(problem, device="cuda", profiled_kernels=1)
+    loop.advance(search.id)
+    assert judge("cuda") == 1  # the starting kernel
+    loop.advance(search.id)  # round 1: its parent's counters first, no ideas call yet
+    assert counter_reruns(search).count() == 1 and ideas_requests(fake) == []
+    loop.advance(search.id)
+    assert ideas_requests(fake) == []
+    assert judge("cuda", COUNTERS) == 1  # the rerun, with its counters
+    loop.advance(search.id)
+    [ideas] = ideas_requests(fake)
+    assert f"counters: {COUNTERS}" in ideas
+    assert counter_reruns(search).count() == 1  # read once
+
+
+def test_a_failed_counter_rerun_lets_the_ideas_call_go_without_them(problem, fake):
+    search = start(problem, device="cuda", profiled_kernels=1)
+    loop.advance(search.id)
+    judge("cuda")
+    loop.advance(search.id)
+    job = leases.claim("test-worker", "cuda")
+    with transaction.atomic():
+        queue.fail(job, "the worker died three times running it")
+    loop.advance(search.id)
+    [ideas] = ideas_requests(fake)
+    assert f"counters: {roofline.COUNTERS_UNAVAILABLE}" in ideas
+
+
+def test_on_the_cpu_nothing_waits_for_counters(problem, fake):
+    search = start(problem, device="cpu", profiled_kernels=1)
+    loop.advance(search.id)
+    judge("cpu")
+    loop.advance(search.id)
+    assert counter_reruns(search).count() == 0 and len(ideas_requests(fake)) == 1
