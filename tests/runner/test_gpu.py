@@ -52,7 +52,9 @@ def test_spinning_kernel_is_stopped_on_its_first_call_then_the_next_kernel_is_ju
     spin = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SPIN, seed=6, timeout=120)
     assert spin["status"] == "timeout"
     assert "call 1 of forward waited" in spin["reason"], spin["reason"]
-    assert time.monotonic() - started < 30  # the watchdog's 5 s, not the run's 120 s
+    # the watchdog's 5 s, not the run's 120 s; the rest is the wait for the device and the sandbox (64 s seen
+    # with ten GPU test processes beside it, 22 s alone)
+    assert time.monotonic() - started < 100
     good = cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=6)
     assert good["status"] == "correct", good["reason"]
 
