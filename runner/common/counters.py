@@ -16,7 +16,8 @@ from pathlib import Path
 from . import roofline
 
 PARAMS = Path("/proc/driver/nvidia/params")
-OPEN = "GPU performance counters are open to unprivileged processes here; the profile does not collect them"
+OPEN = ("GPU performance counters are open to unprivileged processes here; not read in this run (a counter profile "
+        "reads them: a search's profiled parents on a GPU, the Profile button of a kernel's page)")
 
 
 def admin_only(params: str) -> bool | None:
