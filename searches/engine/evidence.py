@@ -3,7 +3,8 @@ call reads (context.is_profiled: its round's `profiled_kernels` fastest) is reru
 Compute's counters (runner/inside/ncuprofile.py, where the host lets the sandbox read them), and
 that parent's ideas call waits for the rerun: the model sees stall reasons and pipe use, not only
 the build's registers and the achieved bandwidth. A rerun that fails lets the call go without them
-(its kick wakes the search); on the CPU there are no counters to read, so nothing waits."""
+(its kick wakes the search). On the CPU there are no counters to read, and the built-in playbook
+reads no profile, so nothing waits there."""
 
 from evaluation.models import EvaluationJob
 from searches.models import Device, Kernel, Search
@@ -16,7 +17,7 @@ WAITING = [EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]
 
 def request(search: Search, parent_ids: list[int]) -> None:
     """Queue the counter reruns of the new round's profiled parents that have none yet."""
-    if search.device != Device.CUDA:
+    if search.device != Device.CUDA or not search.capabilities.llm:
         return
     for kernel in Kernel.objects.filter(pk__in=parent_ids).select_related("search"):
         counted = EvaluationJob.objects.filter(kernel=kernel, options__counters=True).exists()

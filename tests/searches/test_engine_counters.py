@@ -1,7 +1,7 @@
 """On a GPU, a round's profiled parents are rerun with Nsight Compute's counters before their ideas
 call (searches/engine/evidence.py), and the counters reach that call, as the local fake Messages API
-received it from the real `anthropic` SDK. A failed rerun lets the call go without them; on the CPU
-nothing waits. (No GPU here: the test worker records the verdicts a GPU evaluator would.)"""
+received it from the real `anthropic` SDK. A failed rerun lets the call go without them; on the CPU,
+and for the playbook (which reads no profile), nothing waits. (No GPU here: the test worker records the verdicts a GPU evaluator would.)"""
 
 import pytest
 from django.db import transaction
@@ -79,3 +79,11 @@ def test_on_the_cpu_nothing_waits_for_counters(problem, fake):
     judge("cpu")
     loop.advance(search.id)
     assert counter_reruns(search).count() == 0 and len(ideas_requests(fake)) == 1
+
+
+def test_the_playbook_reads_no_profile_so_nothing_waits_for_counters(problem):
+    search = start(problem, device="cuda", proposer="playbook", profiled_kernels=1)
+    loop.advance(search.id)
+    assert judge("cuda") == 1
+    loop.advance(search.id)
+    assert counter_reruns(search).count() == 0 and search.ideas.filter(round=1).exists()
