@@ -27,6 +27,8 @@ class EvaluationJob(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
+    UNFINISHED = (Status.QUEUED, Status.LEASED)  # waiting or running
+
     class Purpose(models.TextChoices):
         VALIDATE = "validate", "Problem validation"
         SEARCH = "search", "Search candidate"

@@ -61,7 +61,7 @@ def pending_for_search(search_id: int):
     return EvaluationJob.objects.filter(
         kernel__search_id=search_id,
         purpose=EvaluationJob.Purpose.SEARCH,
-        status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED],
+        status__in=EvaluationJob.UNFINISHED,
     )
 
 

@@ -12,9 +12,6 @@ from searches.services import kernels as kernel_services
 
 from . import context
 
-WAITING = [EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]
-
-
 def request(search: Search, parent_ids: list[int]) -> None:
     """Queue the counter reruns of the new round's profiled parents that have none yet."""
     if search.device != Device.CUDA or not search.capabilities.llm:
@@ -28,5 +25,5 @@ def request(search: Search, parent_ids: list[int]) -> None:
 def waiting(search: Search, parent_ids: list[int]) -> set[int]:
     """The parents whose counter rerun is queued or running."""
     return set(EvaluationJob.objects.filter(kernel_id__in=parent_ids, purpose=EvaluationJob.Purpose.RERUN,
-                                            options__counters=True, status__in=WAITING)
+                                            options__counters=True, status__in=EvaluationJob.UNFINISHED)
                .values_list("kernel_id", flat=True))

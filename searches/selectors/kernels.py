@@ -82,7 +82,7 @@ def kernel_profile(runs: list[BenchmarkRun]) -> tuple[BenchmarkRun, dict] | tupl
 def kernel_pending_rerun(*, kernel: Kernel) -> bool:
     return EvaluationJob.objects.filter(
         kernel=kernel, purpose=EvaluationJob.Purpose.RERUN,
-        status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED],
+        status__in=EvaluationJob.UNFINISHED,
     ).exists()
 
 

@@ -172,7 +172,7 @@ def kernel_request_rerun(*, kernel: Kernel, user, counters: bool = False) -> Eva
     if kernel.status != Verdict.CORRECT:
         raise ValidationError("Only a correct kernel can be rerun for verification.", code="status")
     waiting = kernel.jobs.filter(purpose=EvaluationJob.Purpose.RERUN,
-                                 status__in=[EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).first()
+                                 status__in=EvaluationJob.UNFINISHED).first()
     if waiting is not None:
         if counters and waiting.status == EvaluationJob.Status.QUEUED and not waiting.options.get("counters"):
             waiting.options = {**waiting.options, "counters": True}

@@ -140,8 +140,7 @@ def _interrupt(signum, frame):
 def _search_done(search_id: int, progress) -> bool:
     search = Search.objects.get(pk=search_id)
     # Search candidates, then the verified reruns of the elites queued at completion.
-    pending = EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=[
-        EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED]).count()
+    pending = EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=EvaluationJob.UNFINISHED).count()
     progress.show(search, pending)
     return search.status not in Search.ACTIVE and pending == 0
 
