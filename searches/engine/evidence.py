@@ -12,9 +12,15 @@ from searches.services import kernels as kernel_services
 
 from . import context
 
+
+def applies(search: Search) -> bool:
+    """A GPU search whose proposer reads the profile."""
+    return search.device == Device.CUDA and search.capabilities.llm
+
+
 def request(search: Search, parent_ids: list[int]) -> None:
     """Queue the counter reruns of the new round's profiled parents that have none yet."""
-    if search.device != Device.CUDA or not search.capabilities.llm:
+    if not applies(search):
         return
     for kernel in Kernel.objects.filter(pk__in=parent_ids).select_related("search"):
         counted = EvaluationJob.objects.filter(kernel=kernel, options__counters=True).exists()
@@ -24,6 +30,8 @@ def request(search: Search, parent_ids: list[int]) -> None:
 
 def waiting(search: Search, parent_ids: list[int]) -> set[int]:
     """The parents whose counter rerun is queued or running."""
+    if not applies(search):
+        return set()  # no query on the steps of searches that never wait
     return set(EvaluationJob.objects.filter(kernel_id__in=parent_ids, purpose=EvaluationJob.Purpose.RERUN,
                                             options__counters=True, status__in=EvaluationJob.UNFINISHED)
                .values_list("kernel_id", flat=True))
