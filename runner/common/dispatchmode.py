@@ -1,42 +1,66 @@
 """The runner's dispatch modes without torch._dynamo's import (a second of CPU in every sandbox).
 
-PyTorch wraps a mode's `__torch_dispatch__` in `torch._disable_dynamo`, which imports torch._dynamo
-on the first dispatched op, so that Dynamo never compiles the mode's own frames. Dynamo can only be
-compiling once it is imported, so the modes here call their method directly until it is, and
-through `torch._dynamo.disable` from then on (a candidate that uses torch.compile imports it)."""
+PyTorch wraps a mode's `__torch_dispatch__` in `torch._disable_dynamo`, whose wrapper imports
+torch._dynamo on its first call so that Dynamo never compiles the mode's own frames. The modes here
+keep that wrapper (it lives in a file Dynamo skips, so even a `fullgraph=True` compile never traces
+it) but hand it the method itself as its cached "disabled" function, so it calls the method directly;
+once torch._dynamo has finished importing (a candidate's torch.compile), the cache is dropped and
+the wrapper disables Dynamo as PyTorch means it to. Dynamo compiles nothing before its import ends."""
 
 from __future__ import annotations
 
-import functools
+import importlib.machinery
 import sys
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+_CACHE = "__dynamo_disable"  # the attribute torch._disable_dynamo's wrapper caches its disabled function in
+_waiting: list = []  # methods whose cache holds themselves until Dynamo is imported
 
 
 class DispatchMode(TorchDispatchMode):
     @classmethod
-    def _should_skip_dynamo(cls) -> bool:  # PyTorch's own wrapping, which imports Dynamo: replaced below
+    def _should_skip_dynamo(cls) -> bool:  # PyTorch's own wrapping: done below, with the cache filled
         return False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("__torch_dispatch__")
         if own is not None and not isinstance(own, classmethod):
-            cls.__torch_dispatch__ = _undynamo_once_loaded(own)
+            if "torch._dynamo" not in sys.modules:
+                setattr(own, _CACHE, own)
+                _waiting.append(own)
+                _AfterDynamoImport.install()
+            cls.__torch_dispatch__ = torch._disable_dynamo(own, recursive=True)
 
 
-def _undynamo_once_loaded(method):
-    disabled = None
+class _AfterDynamoImport:
+    """A finder on sys.meta_path that asks to be told when torch._dynamo's module has run."""
 
-    @functools.wraps(method)
-    def dispatch(*args, **kwargs):
-        nonlocal disabled
-        dynamo = sys.modules.get("torch._dynamo")
-        disable = getattr(dynamo, "disable", None)  # None also while it is being imported: nothing compiles yet
-        if disable is None:
-            return method(*args, **kwargs)
-        if disabled is None:
-            disabled = disable(method, recursive=True)
-        return disabled(*args, **kwargs)
+    @classmethod
+    def install(cls) -> None:
+        if not any(isinstance(finder, cls) for finder in sys.meta_path):
+            sys.meta_path.insert(0, cls())
 
-    return dispatch
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            _release()  # imported some other way: let the wrapper import it when it must
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _release()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _release() -> None:
+    while _waiting:
+        delattr(_waiting.pop(), _CACHE)

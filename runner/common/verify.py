@@ -37,7 +37,7 @@ from .launches import Launches
 
 # Captured when the sandbox starts, before any candidate code exists.
 _isfinite, _isnan, _abs, _where, _equal = torch.isfinite, torch.isnan, torch.abs, torch.where, torch.equal
-thread_count = threading.active_count
+thread_count, _threads = threading.active_count, threading.enumerate
 
 
 class Rejected(Exception):
@@ -54,7 +54,8 @@ def err_ratio(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) ->
     if not bool(_isfinite(t64).all()):
         return _err_with_non_finite_truth(x64, t64, atol, rtol)
     diff = _abs(x64 - t64)  # NaN where x is NaN, inf where x is inf
-    ratio = diff / (_abs(t64) * rtol + atol)
+    # an exact match is no error even at zero tolerance (integer outputs: argmax), where 0/0 would be NaN
+    ratio = _where(diff == 0, 0.0, diff / (_abs(t64) * rtol + atol))
     err, max_abs = float(ratio.max()), float(diff.max())
     if math.isnan(err):
         return math.inf, math.inf
@@ -236,6 +237,13 @@ class Swallowed:
 
 class OpRecorder(DispatchMode):
     """Records the aten ops dispatched while active (also those an extension calls)."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """Off while torch.compile compiles, on while what it compiled runs: a candidate's torch.compile
+        works under the recorder (Dynamo refuses to compile under other modes), and the fused kernels it
+        runs are no aten ops and no kernel of the candidate's own (runner/common/launches.py)."""
+        return True
 
     def __init__(self):
         super().__init__()
@@ -461,7 +469,8 @@ def check_untouched(before: dict) -> None:
 def check_no_new_threads(before: int) -> None:
     now = thread_count()
     if now > before:
-        raise Rejected(f"forward left {now - before} thread(s) running; work must finish inside forward "
+        names = ", ".join(t.name for t in _threads()[before:])  # the newest last
+        raise Rejected(f"forward left {now - before} thread(s) running ({names}); work must finish inside forward "
                        "on the calling thread")
 
 

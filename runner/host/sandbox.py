@@ -165,7 +165,10 @@ class Sandbox:
         env.update({"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "KERNELLAB_THREADS": threads,
                     "KERNELLAB_SANDBOX_ROOT": self.inside_root, "KERNELLAB_ISOLATION": self.isolation,
                     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "kernellab",
-                    "LOGNAME": "kernellab"})
+                    "LOGNAME": "kernellab",
+                    # torch.compile compiles on the calling thread: its worker pool would outlive the forward
+                    # call that first compiled (a thread left running is refused) and fork inside the sandbox
+                    "TORCHINDUCTOR_COMPILE_THREADS": "1"})
         if self.device == "cuda":
             home = compiling.cuda_home()
             if home:

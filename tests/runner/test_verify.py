@@ -23,6 +23,16 @@ def test_non_finite_values_must_sit_where_the_truth_has_them():
     assert verify.err_ratio(torch.tensor([1.0, float("nan")]), finite_truth, 1e-4, 1e-4)[0] == math.inf
 
 
+def test_an_exact_match_is_no_error_at_zero_tolerance():
+    """Integer outputs (argmax) have no tolerance: 0/0 must not turn an exact match into inf, which
+    as the fp32 reference's error would have let any output pass."""
+    truth = torch.tensor([3, 0, 7], dtype=torch.int64)
+    assert verify.err_ratio(truth.clone(), truth, 0.0, 0.0) == (0.0, 0.0)
+    assert verify.err_ratio(torch.tensor([3, 1, 7]), truth, 0.0, 0.0) == (math.inf, 1.0)
+    assert not verify.passes(verify.err_ratio(torch.zeros(3, dtype=torch.int64), truth, 0.0, 0.0)[0],
+                             verify.err_ratio(truth.clone(), truth, 0.0, 0.0)[0])
+
+
 def test_pass_rule_allows_twice_pytorchs_own_error():
     assert verify.passes(0.9, 0.0)
     assert verify.passes(3.0, 2.0)

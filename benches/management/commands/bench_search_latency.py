@@ -11,7 +11,8 @@ By default on a temporary SQLite file (the user's data is never touched).
 It prints: wall time, the serial sum of the calls' latencies, the time any call was in flight,
 calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
 per correct kernel, evaluations saved by sources judged once, and the evidence: how many ideas requests
-carried a round's top kernels' profile, and what the kernel page shows of it.
+carried a round's top kernels' profile (and how many of those Nsight Compute's counters), and what the
+kernel page shows of it.
 """
 
 import html
@@ -198,6 +199,8 @@ def evidence(search: Search, model: PlaybookModel) -> dict:
                 if found else "(not shown)")
     return {"profiled_kernels": len(profiled),
             "ideas_requests_with_a_profile": f"{len(model.profiles_seen)} of {model.ideas}",
+            "ideas_requests_with_counters": f"{sum('Nsight Compute' in p for p in model.profiles_seen)} of {model.ideas}",
+            "counters_in_an_ideas_request": next((p for p in model.profiles_seen if "Nsight Compute" in p), ""),
             "profile_in_an_ideas_request": model.profiles_seen[0] if model.profiles_seen else "",
             "profile_on_the_kernel_page": page}
 
