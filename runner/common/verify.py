@@ -236,14 +236,8 @@ class Swallowed:
 
 
 class OpRecorder(DispatchMode):
-    """Records the aten ops dispatched while active (also those an extension calls)."""
-
-    @classmethod
-    def ignore_compile_internals(cls) -> bool:
-        """Off while torch.compile compiles, on while what it compiled runs: a candidate's torch.compile
-        works under the recorder (Dynamo refuses to compile under other modes), and the fused kernels it
-        runs are no aten ops and no kernel of the candidate's own (runner/common/launches.py)."""
-        return True
+    """Records the aten ops dispatched while active (also those an extension calls). Dynamo compiles
+    nothing under it: a compiled function runs eagerly, its ops recorded."""
 
     def __init__(self):
         super().__init__()
@@ -252,6 +246,16 @@ class OpRecorder(DispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.append(str(func))
         return func(*args, **(kwargs or {}))
+
+
+class LibraryOpRecorder(OpRecorder):
+    """With library calls allowed: off while torch.compile compiles, on while what it compiled runs,
+    so a candidate's own torch.compile works (`fullgraph=True` too). Its fused kernels are no aten ops
+    and no kernel of the candidate's own; without library calls that would hide PyTorch's work."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
 
 
 def computing_ops(ops: list[str]) -> list[str]:

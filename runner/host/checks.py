@@ -754,7 +754,8 @@ class Checker:
         if under(name, "torch.backends") and name.rsplit(".", 1)[-1].startswith(("set_", "enable", "disable")) \
                 and name not in SDP_SETTERS:
             self.flag(node, f"calls {name}, which changes global state the runner fixes; remove it")
-        if name in {"torch.compile", "torch.jit.script", "torch.jit.trace"} or under(name, "torch._dynamo", "torch._inductor"):
+        if name in {"torch.compile", "torch.compiler.compile", "torch.jit.script", "torch.jit.trace"} \
+                or under(name, "torch._dynamo", "torch._inductor"):
             if not self.allow_library:
                 self.flag(node, f"calls {name}, which generates code with PyTorch's compiler rather than "
                                 "your own kernel; write the kernel yourself")

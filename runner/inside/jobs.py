@@ -145,8 +145,11 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     machine.warm_dispatch()
     device, seed, allow_library = job["device"], job["seed"], job["allow_library"]
     if device == "cuda":  # a wait for the GPU counts against the call's limit from call 1 on
-        for owner in (torch.cuda, torch.cuda.Stream, torch.cuda.Event):
-            beats.count_waits(owner, "synchronize")
+        # torch.cuda.synchronize itself stays PyTorch's: Dynamo knows it by identity and would trace a
+        # replacement (a fullgraph compile then fails); it waits through torch._C._cuda_synchronize
+        for owner, name in ((torch._C, "_cuda_synchronize"), (torch.cuda.Stream, "synchronize"),
+                            (torch.cuda.Event, "synchronize")):
+            beats.count_waits(owner, name)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     torch.backends.cuda.matmul.allow_tf32 = False  # the correctness reference runs without TF32
     torch.backends.cudnn.allow_tf32 = False
@@ -260,7 +263,8 @@ def _call(new, given, state, counter, allow_library, sync):
     Every untimed call is recorded (not only the first), so a kernel cannot compute with
     PyTorch on the calls after the first one it expects to be watched."""
     try:
-        recorder, swallowed = verify.OpRecorder(), verify.Swallowed(str(ROOT / "kernel.py"))
+        recorder = verify.LibraryOpRecorder() if allow_library else verify.OpRecorder()
+        swallowed = verify.Swallowed(str(ROOT / "kernel.py"))
         counter.calls = 0
         counter.active = True
         try:
