@@ -1,4 +1,4 @@
-"""The runner's dispatch modes without torch._dynamo's import (a second of CPU in every sandbox).
+"""The runner's dispatch modes (the op recorders) without torch._dynamo's import (a second of CPU in every sandbox).
 
 PyTorch wraps a mode's `__torch_dispatch__` in `torch._disable_dynamo`, whose wrapper imports
 torch._dynamo on its first call so that Dynamo never compiles the mode's own frames. The modes here
@@ -64,3 +64,26 @@ class _AfterDynamoImport:
 def _release() -> None:
     while _waiting:
         delattr(_waiting.pop(), _CACHE)
+
+
+class OpRecorder(DispatchMode):
+    """Records the aten ops dispatched while active (also those an extension calls). Dynamo compiles
+    nothing under it: a compiled function runs eagerly, its ops recorded."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class LibraryOpRecorder(OpRecorder):
+    """With library calls allowed: off while torch.compile compiles, on while what it compiled runs,
+    so a candidate's own torch.compile works (`fullgraph=True` too). Its fused kernels are no aten ops
+    and no kernel of the candidate's own; without library calls that would hide PyTorch's work."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True

@@ -31,7 +31,6 @@ import time
 import torch
 
 from . import findings
-from .dispatchmode import DispatchMode
 from .facts import is_bookkeeping
 from .launches import Launches
 
@@ -233,29 +232,6 @@ class Swallowed:
             message = f"{arg[0].__name__}: {text[0][:160]}" if text else arg[0].__name__
             self.found = f"line {frame.f_lineno}: {message}"
         return self._local
-
-
-class OpRecorder(DispatchMode):
-    """Records the aten ops dispatched while active (also those an extension calls). Dynamo compiles
-    nothing under it: a compiled function runs eagerly, its ops recorded."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
-class LibraryOpRecorder(OpRecorder):
-    """With library calls allowed: off while torch.compile compiles, on while what it compiled runs,
-    so a candidate's own torch.compile works (`fullgraph=True` too). Its fused kernels are no aten ops
-    and no kernel of the candidate's own; without library calls that would hide PyTorch's work."""
-
-    @classmethod
-    def ignore_compile_internals(cls) -> bool:
-        return True
 
 
 def computing_ops(ops: list[str]) -> list[str]:

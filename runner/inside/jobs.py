@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..common import compile as compiling
-from ..common import findings, rules, sampling, timing, verify, watchdog
+from ..common import dispatchmode, findings, rules, sampling, timing, verify, watchdog
 from ..common.exchange import Writer
 from . import globalstate, kernelattrs, machine
 from . import problem as problems
@@ -263,7 +263,7 @@ def _call(new, given, state, counter, allow_library, sync):
     Every untimed call is recorded (not only the first), so a kernel cannot compute with
     PyTorch on the calls after the first one it expects to be watched."""
     try:
-        recorder = verify.LibraryOpRecorder() if allow_library else verify.OpRecorder()
+        recorder = dispatchmode.LibraryOpRecorder() if allow_library else dispatchmode.OpRecorder()
         swallowed = verify.Swallowed(str(ROOT / "kernel.py"))
         counter.calls = 0
         counter.active = True

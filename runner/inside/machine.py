@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..common.verify import OpRecorder
+from ..common.dispatchmode import OpRecorder
 from ..common.version import RUNNER_VERSION
 
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
 import torch
-from runner.common.verify import LibraryOpRecorder, OpRecorder
+from runner.common.dispatchmode import LibraryOpRecorder, OpRecorder
 from runner.common.facts import trace_forward
 
 with OpRecorder() as recorder:
@@ -39,7 +39,7 @@ except RuntimeError as exc:
 LAZY = """
 import sys
 import torch
-from runner.common.verify import LibraryOpRecorder, OpRecorder
+from runner.common.dispatchmode import LibraryOpRecorder, OpRecorder
 
 with LibraryOpRecorder() as recorder:
     torch.ones(2).add(1)

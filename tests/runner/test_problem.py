@@ -49,10 +49,10 @@ def test_family_from_the_reference_ops():
 
 @pytest.mark.slow
 def test_family_of_real_modules():
-    from runner.common import verify
+    from runner.common import dispatchmode
 
     def family(model, *inputs):
-        with verify.OpRecorder() as recorder, torch.no_grad():
+        with dispatchmode.OpRecorder() as recorder, torch.no_grad():
             model(*inputs)
         return facts.detect_family(recorder.ops)
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from runner.common import ceilings, facts, verify
+from runner.common import ceilings, dispatchmode, facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 
@@ -31,7 +31,7 @@ def build(namespace: dict, device: str = "meta"):
 
 def recorded_ops(model, inputs) -> list[str]:
     """The aten op names, as run_validate records them."""
-    with verify.OpRecorder() as recorder, torch.no_grad():
+    with dispatchmode.OpRecorder() as recorder, torch.no_grad():
         model(*inputs)
     return recorder.ops
 
