@@ -37,9 +37,8 @@ except RuntimeError as exc:
 
 # Dynamo's first import happens inside forward, under the recorder (a candidate compiling lazily)
 LAZY = """
-import sys
 import torch
-from runner.common.dispatchmode import LibraryOpRecorder, OpRecorder
+from runner.common.dispatchmode import LibraryOpRecorder
 
 with LibraryOpRecorder() as recorder:
     torch.ones(2).add(1)
