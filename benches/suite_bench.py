@@ -29,7 +29,6 @@ from searches.problem_memory import input_bytes
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernelbench"
 SWEEP_SUFFIX = " (playbook sweep)"
 WAITING = (Problem.Validation.PENDING, Problem.Validation.RUNNING)
-PENDING_JOBS = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 DO_BENCH_TARGET = 0.03  # the eager baseline within 3% of do_bench, measured alone
 # what the report keeps of each problem's sweep row (selectors.suite_scores_export)
 SWEEP_ROW = ("number", "file", "outcome", "speedup_vs_eager", "speedup_vs_compile")
@@ -165,7 +164,7 @@ class Bench:
         for problem in problems:
             problem.refresh_from_db()
             if problem.validation_status in WAITING and not problem.jobs.filter(
-                    purpose=EvaluationJob.Purpose.VALIDATE, status__in=PENDING_JOBS).exists():
+                    purpose=EvaluationJob.Purpose.VALIDATE, status__in=EvaluationJob.UNFINISHED).exists():
                 services.problem_request_validation(problem=problem, user=None)
         self.say(f"validating {', '.join(_file(m) for m in members)}")
         self.worker.wait(lambda: self.left() <= 0 or not Problem.objects.filter(
@@ -339,7 +338,7 @@ def _file(member) -> str:
 def _active(search_ids: list[int]) -> bool:
     if Search.objects.filter(pk__in=search_ids, status__in=Search.ACTIVE).exists():
         return True
-    return EvaluationJob.objects.filter(kernel__search_id__in=search_ids, status__in=PENDING_JOBS).exists()
+    return EvaluationJob.objects.filter(kernel__search_id__in=search_ids, status__in=EvaluationJob.UNFINISHED).exists()
 
 
 def _validation(problem: Problem) -> dict:

@@ -23,7 +23,6 @@ PHASES = (("compile", "build_s"), ("device wait", "device_wait_s"), ("correctnes
 # The candidate's sandbox holds the device from the end of its device wait to the end of timing,
 # the truths' sandbox (runner/inside/truths.py) for its own phase.
 DEVICE_HOLDING = ("correctness_s", "timing_s", "truths_s")
-PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 
 
 def run_search(*, problem: Problem, worker: EvaluatorChild, candidates: int, max_seconds: float,
@@ -88,7 +87,7 @@ class _Window:
 
 
 def _pending(search_id: int) -> int:
-    return EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=PENDING).count()
+    return EvaluationJob.objects.filter(kernel__search_id=search_id, status__in=EvaluationJob.UNFINISHED).count()
 
 
 def finished(search_id: int) -> bool:

@@ -46,7 +46,6 @@ class Priority(IntEnum):
     INTERACTIVE = 10
 
 
-WAITING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 
 
 def _person(user):
@@ -55,7 +54,7 @@ def _person(user):
 
 def queued_jobs(user) -> int:
     """Evaluation jobs the person asked for that have not finished (queued or running)."""
-    return EvaluationJob.objects.filter(requested_by=user, status__in=WAITING).count()
+    return EvaluationJob.objects.filter(requested_by=user, status__in=EvaluationJob.UNFINISHED).count()
 
 
 def _lock(user) -> None:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import close_old_connections
 
+from evaluation.models import EvaluationJob
 from searches import catalog, selectors, services
 from searches.engine import kick, loop, records
 from searches.models import Problem, Search
@@ -146,7 +147,7 @@ def problem_for(reference: str, say) -> Problem:
 def queue_validation(problem: Problem) -> None:
     """A validation job for a problem waiting for one, unless one is queued or running already."""
     if problem.validation_status in (Problem.Validation.PENDING, Problem.Validation.RUNNING) and \
-            not problem.jobs.filter(purpose="validate", status__in=["queued", "leased"]).exists():
+            not problem.jobs.filter(purpose=EvaluationJob.Purpose.VALIDATE, status__in=EvaluationJob.UNFINISHED).exists():
         services.problem_request_validation(problem=problem, user=None)
 
 

@@ -19,7 +19,6 @@ from searches.models import Device, Search
 
 # A search with nothing leased, nothing to judge and no event for this long waits on a re-kick.
 QUIET_AFTER = timedelta(seconds=LEASE_SECONDS + 60 * REKICK_MINUTES)
-PENDING = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)
 CACHE_SECONDS = 5.0  # the banner's heartbeat query runs at most this often per process
 
 _cache_lock = threading.Lock()
@@ -118,7 +117,7 @@ def _stall_reason(search: Search, *, now, pending: int, last_beat, last_event, f
 
 
 def _pending_jobs(searches: list[Search]) -> dict[int, int]:
-    rows = (EvaluationJob.objects.filter(kernel__search__in=searches, status__in=PENDING).order_by()
+    rows = (EvaluationJob.objects.filter(kernel__search__in=searches, status__in=EvaluationJob.UNFINISHED).order_by()
             .values("kernel__search").annotate(n=Count("id")))
     return {row["kernel__search"]: row["n"] for row in rows}
 

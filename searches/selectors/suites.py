@@ -38,7 +38,7 @@ def suite_members(suite: Suite):
     queued = set(
         EvaluationJob.objects.filter(
             problem_id__in=[m.problem_id for m in members], purpose=EvaluationJob.Purpose.VALIDATE,
-            status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED),
+            status__in=EvaluationJob.UNFINISHED,
         ).values_list("problem_id", flat=True)
     )
     for m in members:
@@ -66,7 +66,7 @@ def suite_progress(suite: Suite) -> dict:
     problems = Problem.objects.filter(suite_memberships__suite=suite)
     validations = EvaluationJob.objects.filter(
         problem__in=problems, purpose=EvaluationJob.Purpose.VALIDATE,
-        status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED)).count()
+        status__in=EvaluationJob.UNFINISHED).count()
     kernels = Kernel.objects.filter(problem__in=problems, status__in=_UNFINISHED).count()
     searches = Search.objects.filter(problem__in=problems, status__in=Search.ACTIVE).count()
     return {"validations": validations, "kernels": kernels, "searches": searches,

@@ -358,7 +358,7 @@ def suite_request_validation(*, suite: Suite, user) -> ValidationRequest:
     pending = Problem.objects.filter(suite_memberships__suite=suite, validation_status=Problem.Validation.PENDING)
     active = EvaluationJob.objects.filter(
         problem__in=pending, purpose=EvaluationJob.Purpose.VALIDATE,
-        status__in=(EvaluationJob.Status.QUEUED, EvaluationJob.Status.LEASED),
+        status__in=EvaluationJob.UNFINISHED,
     ).values_list("problem_id", flat=True)
     waiting = list(pending.exclude(pk__in=list(active)).order_by("id"))
     room = job_room(user)
