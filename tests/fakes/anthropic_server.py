@@ -117,6 +117,7 @@ class FakeAnthropic:
     in_flight: int = 0
     max_in_flight: int = 0
     spans: list = field(default_factory=list)  # (arrived, answered, task, status) of each request, monotonic s
+    arrivals: dict = field(default_factory=dict)  # when each request still being answered arrived, monotonic s
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -160,12 +161,13 @@ class FakeAnthropic:
             behaviour = self.script.pop(0) if self.script else Behaviour()
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        arrived = time.monotonic()
+            arrived = self.arrivals[id(seen)] = time.monotonic()
         try:
             self._answer(handler, seen, body, behaviour)
         finally:
             with self._lock:
                 self.in_flight -= 1
+                del self.arrivals[id(seen)]
                 self.spans.append((arrived, time.monotonic(), task_of(seen), behaviour.status))
 
     def _answer(self, handler, seen: "Seen", body: dict, behaviour: Behaviour) -> None:

@@ -8,7 +8,8 @@ problem's family, with a share of them broken so that they do not parse and are 
 repeats some (as models do: those are judged once).
 By default on a temporary SQLite file (the user's data is never touched).
 
-It prints: wall time, the serial sum of the calls' latencies, the time any call was in flight,
+It prints: wall time, the serial sum of the calls' latencies (a call still in flight when
+`--max-seconds` closes the window counts for its seconds inside it) and the ratio, the time any call was in flight,
 calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
 per correct kernel, evaluations saved by sources judged once, and the evidence: how many ideas requests
 carried a round's top kernels' profile (and how many of those Nsight Compute's counters), and what the
@@ -94,6 +95,8 @@ class Command(BaseCommand):
                                 or Search.objects.get(pk=search.id).status in Search.FINISHED)
                     wall = time.monotonic() - began
                     spans = [(a - began, b - began) for a, b, _, _ in fake.spans]
+                    # calls still in flight at the close count for their time inside the window
+                    spans += [(a - began, wall) for a in list(fake.arrivals.values())]
                     _pause_if_active(search)  # at --max-seconds: its calls in flight are abandoned, the thread ends
         report = measure(search, spans, wall, fake.max_in_flight)
         report.update(evidence(search, model))
@@ -165,11 +168,13 @@ def measure(search: Search, spans: list[tuple[float, float]], wall: float, most:
     kernels = Kernel.objects.filter(search=search)
     correct = kernels.filter(status="correct").count()
     calls = ProposerCall.objects.filter(search=search)
+    serial = sum(b - a for a, b in spans)
     return {
-        "wall_s": round(wall, 1), "serial_latency_s": round(sum(b - a for a, b in spans), 1),
+        "wall_s": round(wall, 1), "serial_latency_s": round(serial, 1),
+        "wall_over_serial": round(wall / serial, 3) if serial else None,
         "model_busy_s": round(busy, 1), "model_share": round(busy / wall, 3) if wall else None,
         "calls": calls.count(), "calls_in_flight_max": most,
-        "calls_in_flight_mean": round(sum(b - a for a, b in spans) / busy, 2) if busy else 0,
+        "calls_in_flight_mean": round(serial / busy, 2) if busy else 0,
         "evaluator_idle_while_calls_pending_s": round(_idle_while(spans, judging), 1),
         "kernels": kernels.count(), "correct": correct,
         "evaluations_saved_by_dedup": kernels.filter(duplicate_of__isnull=False).count(),
