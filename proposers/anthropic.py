@@ -11,10 +11,12 @@ may use its own model.
 
 Replies come as tool calls (prompts.IDEAS_TOOL, prompts.KERNEL_TOOL: a JSON schema each), forced
 unless effort or thinking is set (the API then refuses a forced tool, so the model may choose; with
-thinking the call streams, and its reasoning heads the stored reply); a text reply
+thinking its reasoning heads the stored reply); a text reply
 falls back to a JSON list of ideas or a ```python block. An unusable reply is asked for once
 more, then a kernel becomes KernelProposal(source="") saying why, recorded as a NO_CODE kernel;
 two replies calling no tool under tool_choice auto are a failed call.
+Every request streams: the first event says the API has read the prompt (and written its cache),
+which the engine waits for before it sends the calls that read that cache (proposers.base.REPLY_BEGUN).
 Retries are ours, not the SDK's (`_send`): at most two on a timeout, more on 429/5xx/529 with the
 wait the API asks for shared through the key's gate (proposers/base.Gate), then ProposerError.
 """
@@ -34,7 +36,7 @@ from memory.keys import technique_of
 
 from . import agent, pack, prompts
 from .base import (Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
-                   merge_exchanges)
+                   merge_exchanges, reply_begun)
 from .capabilities import CAPABILITIES
 
 log = logging.getLogger(__name__)
@@ -234,9 +236,12 @@ class AnthropicProposer(Proposer):
             self.gate.wait()
             try:
                 with self.gate.slot():
-                    if not request.get("thinking"):
-                        return self.client.messages.create(**request)
-                    with self.client.messages.stream(**request) as stream:  # long replies arrive as a stream
+                    # Streamed: long replies keep the connection busy, and the first event tells the
+                    # caller the prompt is read (its cache written) before the reply is done.
+                    with self.client.messages.stream(**request) as stream:
+                        for _event in stream:
+                            reply_begun()
+                            break
                         return stream.get_final_message()
             except anthropic.APITimeoutError as exc:
                 timeouts += 1

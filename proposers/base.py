@@ -4,9 +4,20 @@ Proposers never run code. They get plain data (problem source and metadata, earl
 and their results) and return text. Replies are untrusted: the runner judges every kernel.
 """
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from .capabilities import Capabilities
+
+# Set by whoever sends a call (the engine, per call): called once the API has begun its reply. The
+# prompt has been read then, and its cache written, so calls that share the prefix may go.
+REPLY_BEGUN: ContextVar = ContextVar("reply_begun", default=None)
+
+
+def reply_begun() -> None:
+    hook = REPLY_BEGUN.get()
+    if hook is not None:
+        hook()
 
 
 class ProposerError(Exception):

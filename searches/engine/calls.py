@@ -9,8 +9,8 @@ reply arrives and a restart never duplicates.
 
 Bounds: at most SEARCH_PARALLEL_CALLS calls of one search in flight, and the API key's own
 limit (searches/engine/gate.py, shared by every process). The first ideas call of a round goes
-alone, so the prompt cache (tools, rules, problem, bank) is written once before the fan-out
-reads it. Budgets hold with calls in flight: a kernel-making call counts against the candidates
+alone until the API begins its reply, so the prompt cache (tools, rules, problem, bank) is written
+once before the fan-out reads it. Budgets hold with calls in flight: a kernel-making call counts against the candidates
 budget when sent, and a call's cost is reserved (the mean of the search's calls so far) before
 it is sent. Pausing or cancelling the search closes the proposer: calls in flight are
 abandoned, recorded as failed, and make no kernel.
@@ -18,7 +18,7 @@ abandoned, recorded as failed, and make no kernel.
 
 import logging
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable, Iterator
 
@@ -27,7 +27,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import Avg, F
 
 from searches.services import events
-from proposers.base import Exchange, IdeaProposal, KernelProposal, ProposerError
+from proposers.base import REPLY_BEGUN, Exchange, IdeaProposal, KernelProposal, ProposerError
 from searches.models import Idea, Kernel, ProposerCall, Search
 
 from . import context, records
@@ -44,12 +44,14 @@ class Call:
     send: Callable[[object], tuple]  # (proposer) -> the proposer's answer; no database
     save: Callable[[object, ProposerError | None], None]  # (answer or None, error): records it, under the lock
     makes_kernel: bool = True
+    begun: Future = field(default_factory=Future)  # done once the API has begun its reply (its prompt cached)
 
 
-def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
+def run(search_id: int, ready: Callable[[Search, set, set], Iterator[Call]]) -> bool:
     """Send the search's ready calls, at most SEARCH_PARALLEL_CALLS at a time, saving each as it lands
-    and asking `ready(search, keys in flight)` (lazily: only as many as there is room for) for more
-    while any is in flight. True when a call was made."""
+    and asking `ready(search, keys in flight, keys of those whose reply has begun)` (lazily: only as
+    many as there is room for) for more while any is in flight, and again as a reply begins. True
+    when a call was made."""
     search = Search.objects.select_related("problem").get(pk=search_id)
     proposer = context.new_proposer(search)  # raises ProposerError (no key): the caller pauses
     width = max(1, settings.SEARCH_PARALLEL_CALLS)
@@ -64,12 +66,16 @@ def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
                 return made or bool(flying)
             room = min(width - len(flying), _budget_room(search, flying))
             if room > 0:
-                for call in islice(ready(search, {c.key for c in flying.values()}), room):
+                begun = {c.key for c in flying.values() if c.begun.done()}
+                for call in islice(ready(search, {c.key for c in flying.values()}, begun), room):
                     flying[pool.submit(_send, proposer, call)] = call
             if not flying:
                 return made
-            done, _ = wait(list(flying), timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            beginning = [c.begun for c in flying.values() if not c.begun.done()]
+            done, _ = wait([*flying, *beginning], timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
             for future in done:
+                if future not in flying:
+                    continue  # a reply began: look for the calls that waited for it
                 call = flying.pop(future)
                 answer, error = future.result()
                 if error is not None and not Search.objects.filter(pk=search_id, status=Search.Status.RUNNING).exists():
@@ -83,11 +89,13 @@ def run(search_id: int, ready: Callable[[Search, set], Iterator[Call]]) -> bool:
 
 
 def _send(proposer, call: Call) -> tuple:
+    REPLY_BEGUN.set(lambda: call.begun.done() or call.begun.set_result(None))  # this worker thread's own context
     try:
         return call.send(proposer), None
     except ProposerError as exc:
         return None, exc
     finally:
+        REPLY_BEGUN.set(None)
         close_old_connections()  # a proposer that touched the database leaves no connection behind
 
 

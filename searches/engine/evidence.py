@@ -2,7 +2,10 @@
 call reads (context.is_profiled: its round's `profiled_kernels` fastest) is rerun once with Nsight
 Compute's counters (runner/inside/ncuprofile.py, where the host lets the sandbox read them), and
 that parent's ideas call waits for the rerun: the model sees stall reasons and pipe use, not only
-the build's registers and the achieved bandwidth. A rerun that fails lets the call go without them
+the build's registers and the achieved bandwidth. The engine asks for them early too: while a round
+waits for its last verdicts, the kernels that would be its parents if it ended then (engine/loop.py),
+so the next round's calls seldom wait; a kernel overtaken meanwhile cost one rerun on an evaluator
+that is idle at the round's end. A rerun that fails lets the call go without them
 (its kick wakes the search). On the CPU there are no counters to read, and the built-in playbook
 reads no profile, so nothing waits there."""
 
@@ -19,7 +22,7 @@ def applies(search: Search) -> bool:
 
 
 def request(search: Search, parent_ids: list[int]) -> None:
-    """Queue the counter reruns of the new round's profiled parents that have none yet."""
+    """Queue the counter reruns of the (new or likely next) round's profiled parents that have none yet."""
     if not applies(search):
         return
     for kernel in Kernel.objects.filter(pk__in=parent_ids).select_related("search"):

@@ -13,7 +13,8 @@ many at a time (searches/engine/calls.py: each saved the moment it lands):
             still writing (pipelining). A candidate judged incorrect, rejected, runtime_error,
             timeout or compile_error gets up to `repair_attempts` repair turns, each its child.
             On a GPU, a parent whose profile its ideas call reads is first rerun with Nsight
-            Compute's counters, and that call waits for them (engine/evidence.py).
+            Compute's counters, and that call waits for them (engine/evidence.py); the kernels
+            that would be parents are rerun so while the round's last verdicts come in.
   next      once every job of the round has finished, the best correct kernels become the
             next round's parents; the search ends with its true reason: the proposer had no new
             ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget. With
@@ -126,8 +127,13 @@ def _step(search_id: int) -> bool:
     stop_reason = budget_reached(search)
     if not stop_reason and calls.run(search_id, _ready):
         return True
-    if queue.pending_for_search(search_id).exists() or (not stop_reason and _parents_waiting(search)):
+    if queue.pending_for_search(search_id).exists():
+        if not stop_reason and search.current_round < search.rounds and evidence.applies(search):
+            # the parents the round would give now get their counters while its last verdicts come in
+            evidence.request(search, choose_parents(search))
         return False  # each verdict (a counter rerun's too) kicks the search again
+    if not stop_reason and _parents_waiting(search):
+        return False
     if stop_reason:
         records.finish(search_id, Search.Status.COMPLETED, stop_reason)
         return True
@@ -157,10 +163,11 @@ def budget_reached(search: Search) -> str:
     return ""
 
 
-def _ready(search: Search, flying: set):
-    """The calls the search can make now, beside those in `flying` (their keys), most urgent first:
-    the starting kernel; ideas for the round's parents (the round's first ideas call alone, so the
-    fan-out reads the prompt cache it writes); the ideas' missing implementations; repairs."""
+def _ready(search: Search, flying: set, begun: set):
+    """The calls the search can make now, beside those in `flying` (their keys; `begun`, those whose
+    reply has begun), most urgent first: the starting kernel; ideas for the round's parents (the
+    round's first ideas call alone until its reply begins, so the fan-out reads the prompt cache it
+    has written); the ideas' missing implementations; repairs."""
     if search.current_round == 0:
         if not Kernel.objects.filter(search=search, origin__in=[Kernel.Origin.SEED, Kernel.Origin.FORK]).exists():
             if ("seed",) not in flying:
@@ -168,7 +175,7 @@ def _ready(search: Search, flying: set):
             return
     else:
         plan = calls.round_plan(search, search.current_round)
-        first_alone = not plan["asked"]
+        first_alone = not plan["asked"] and not any(key[0] == "ideas" for key in begun)
         counting = evidence.waiting(search, plan["parents"])
         for parent_id in plan["parents"]:
             if parent_id in plan["asked"] or ("ideas", parent_id) in flying or parent_id in counting:
@@ -179,17 +186,18 @@ def _ready(search: Search, flying: set):
             flying = flying | {("ideas", parent_id)}
             if first_alone:
                 break
-    yield from _first_alone_while_cold(search, "kernel", _implementations(search, flying), flying)
-    yield from _first_alone_while_cold(search, "repair", _repairs(search, flying), flying)
+    yield from _first_alone_while_cold(search, "kernel", _implementations(search, flying), flying, begun)
+    yield from _first_alone_while_cold(search, "repair", _repairs(search, flying), flying, begun)
 
 
-def _first_alone_while_cold(search: Search, step: str, ready, flying: set):
+def _first_alone_while_cold(search: Search, step: str, ready, flying: set, begun: set):
     """Caches are per model: a step whose model no earlier step of the round used sends its first call
-    alone, so the round's other calls of that model read the prompt cache it writes."""
+    alone until its reply begins, so the round's other calls of that model read the cache it wrote."""
     earlier = {"kernel": ("ideas",), "repair": ("ideas", "kernel")}[step]
     made = Kernel.objects.filter(search=search, round=search.current_round)
     made = made.filter(origin=Kernel.Origin.REPAIR) if step == "repair" else made.filter(variant__isnull=False)
-    if search.step_model(step) in {search.step_model(s) for s in earlier} or made.exists():
+    shared = search.step_model(step) in {search.step_model(s) for s in earlier}
+    if shared or any(key[0] == step for key in begun) or made.exists():
         yield from ready
     elif not any(key[0] == step for key in flying):
         yield from islice(ready, 1)

@@ -3,6 +3,7 @@ stand-in for the Messages API (replies taking a model's time, scaled down), the 
 evaluator and its sandboxes, on a temporary database; the report says what the user waited for."""
 
 import json
+import math
 
 import pytest
 
@@ -25,6 +26,11 @@ def test_a_small_search_reports_its_latency_and_calls_in_flight(tmp_path):
     assert report["serial_latency_s"] > report["model_busy_s"] > 0
     assert report["calls"] >= 6  # seed, ideas, four kernels (and the broken ones' repairs)
     assert "wall_s" in result.stdout and "evaluations_saved_by_dedup" in result.stdout
+    assert report["wall_over_serial"] == pytest.approx(report["wall_s"] / report["serial_latency_s"], abs=0.01)
+    # where the time went: a slice per 30 s (at least one), round 1's start, no counters on the CPU
+    assert len(report["calls_in_flight_by_30s"]) == math.ceil(report["wall_s"] / 30)
+    assert max(report["calls_in_flight_by_30s"]) > 0
+    assert len(report["round_starts_s"]) == 1 and report["counter_reruns_s"] == []
     # the starting kernel's profile reached the round's ideas request and its page
     assert report["ideas_requests_with_a_profile"] == "1 of 1" and report["profile_in_an_ideas_request"]
     assert "perf_event_open stays refused" in report["profile_on_the_kernel_page"]

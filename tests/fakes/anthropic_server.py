@@ -114,9 +114,10 @@ class FakeAnthropic:
     requests: list = field(default_factory=list)
     usage_given: dict = field(default_factory=lambda: {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0})
     latency: object = None  # callable(Seen) -> seconds to think before each scripted-or-responder answer
+    first_token_s: float = 0.05  # of that latency, before the reply begins: the prompt is read, its cache written
     in_flight: int = 0
     max_in_flight: int = 0
-    spans: list = field(default_factory=list)  # (arrived, answered, task, status) of each request, monotonic s
+    spans: list = field(default_factory=list)  # (arrived, answered, task, status, reply began or None), monotonic s
     arrivals: dict = field(default_factory=dict)  # when each request still being answered arrived, monotonic s
 
     def __post_init__(self):
@@ -162,41 +163,49 @@ class FakeAnthropic:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             arrived = self.arrivals[id(seen)] = time.monotonic()
+        begun = None
         try:
-            self._answer(handler, seen, body, behaviour)
+            begun = self._answer(handler, seen, body, behaviour)
         finally:
             with self._lock:
                 self.in_flight -= 1
                 del self.arrivals[id(seen)]
-                self.spans.append((arrived, time.monotonic(), task_of(seen), behaviour.status))
+                self.spans.append((arrived, time.monotonic(), task_of(seen), behaviour.status, begun))
 
-    def _answer(self, handler, seen: "Seen", body: dict, behaviour: Behaviour) -> None:
+    def _answer(self, handler, seen: "Seen", body: dict, behaviour: Behaviour) -> float | None:
+        """Answer the request; when the reply began (None for an error or no answer)."""
         if behaviour.delay:
             time.sleep(behaviour.delay)
             handler.close_connection = True
-            return  # nothing delivered, nothing billed
+            return None  # nothing delivered, nothing billed
         thinking = behaviour.latency or (self.latency(seen) if self.latency else 0.0)
-        if thinking:
-            time.sleep(thinking)
+        head = min(thinking, self.first_token_s)
+        time.sleep(head)
+        rest = thinking - head
         if behaviour.status != 200:
+            time.sleep(rest)
             headers = {"retry-after-ms": "20"} if behaviour.status == 429 else {}
             if behaviour.retry_after is not None:
                 headers = {"retry-after": f"{behaviour.retry_after:g}"}
             return self._send(handler, behaviour.status, _error(behaviour.status, "fake failure"), headers)
-        if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
-            return self._send(handler, 400, _error(400, "tool_choice forces tool use, which is not compatible "
-                                                         "with thinking or effort"))
         refused = _thinking_refused(body) or _tool_turns_refused(body) or _cache_refused(seen)
+        if seen.forced_tool and (body.get("output_config", {}).get("effort") or body.get("thinking")):
+            refused = "tool_choice forces tool use, which is not compatible with thinking or effort"
         if refused:
+            time.sleep(rest)
             return self._send(handler, 400, _error(400, refused))
         if behaviour.tool_input is not None:
             answer = behaviour.tool_input
         else:
             answer = behaviour.reply if behaviour.reply is not None else self.responder(seen)
-        message = self._message(seen, answer, behaviour.stop_reason)
+        message = self._message(seen, answer, behaviour.stop_reason)  # the prompt cache is written now
+        begun = time.monotonic()
         if body.get("stream"):
-            return self._stream(handler, message)
-        self._send(handler, 200, message)
+            self._stream(handler, message, rest)  # message_start at once, the rest when the reply is done
+        else:
+            time.sleep(rest)
+            self._send(handler, 200, message)
+        return begun
 
     def _usage(self, seen: Seen) -> dict:
         pieces = seen.cache_segments()
@@ -247,8 +256,9 @@ class FakeAnthropic:
                 "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
 
     @staticmethod
-    def _stream(handler, message: dict) -> None:
-        """The message as the API streams it: server-sent events, one content block at a time."""
+    def _stream(handler, message: dict, rest: float) -> None:
+        """The message as the API streams it: server-sent events, one content block at a time; the
+        first (message_start) at once, the others `rest` seconds later."""
         usage = dict(message["usage"])
         start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
         events = [("message_start", {"type": "message_start", "message": start})]
@@ -269,13 +279,16 @@ class FakeAnthropic:
         events.append(("message_delta", {"type": "message_delta", "delta": {
             "stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}}))
         events.append(("message_stop", {"type": "message_stop"}))
-        data = "".join(f"event: {name}\ndata: {json.dumps(payload)}\n\n" for name, payload in events).encode()
+        chunks = [f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode() for name, payload in events]
         try:
             handler.send_response(200)
             handler.send_header("content-type", "text/event-stream")
-            handler.send_header("content-length", str(len(data)))
+            handler.send_header("content-length", str(sum(map(len, chunks))))
             handler.end_headers()
-            handler.wfile.write(data)
+            handler.wfile.write(chunks[0])
+            handler.wfile.flush()
+            time.sleep(rest)
+            handler.wfile.write(b"".join(chunks[1:]))
         except (BrokenPipeError, ConnectionResetError):
             pass
 

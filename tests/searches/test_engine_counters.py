@@ -87,3 +87,23 @@ def test_the_playbook_reads_no_profile_so_nothing_waits_for_counters(problem):
     assert judge("cuda") == 1
     loop.advance(search.id)
     assert counter_reruns(search).count() == 0 and search.ideas.filter(round=1).exists()
+
+
+def test_the_likely_next_parents_counters_are_read_while_the_round_ends(problem, fake):
+    """While the round waits for its last verdict, the kernel that would be the next round's parent is
+    rerun with counters, so the next round's ideas call for it does not wait."""
+    search = start(problem, device="cuda", profiled_kernels=1, rounds=2, kernels_per_idea=2, repair_attempts=0)
+    loop.advance(search.id)
+    judge("cuda")  # the starting kernel
+    loop.advance(search.id)
+    judge("cuda", COUNTERS)  # its counters, as round 1's parent
+    loop.advance(search.id)  # round 1: its ideas call and two kernels
+    job = leases.claim("test-worker", "cuda")
+    services.kernel_record_verdict(kernel=job.kernel, job=job, result=profiled(job.kernel, 0.5))
+    assert counter_reruns(search).filter(kernel=job.kernel).count() == 0
+    loop.advance(search.id)  # the other kernel still being judged
+    assert counter_reruns(search).filter(kernel=job.kernel).count() == 1
+    assert judge("cuda", COUNTERS) == 2  # the other kernel, then the early rerun
+    loop.advance(search.id)  # round 2 starts: its parent's counters are read already
+    assert search.kernels.filter(round=2).exists() and len(ideas_requests(fake)) == 2
+    assert counter_reruns(search).count() == 2

@@ -1,6 +1,6 @@
 """A search's proposer calls in flight together (searches/engine/calls.py), through the real
 `anthropic` client against the local fake Messages API: never more than SEARCH_PARALLEL_CALLS at
-once, the round's first ideas call alone before the fan-out, a rate limit pausing every caller of
+once, the round's first ideas call alone until its reply begins (its prompt cached), a rate limit pausing every caller of
 the key (searches/engine/gate.py), budgets held with calls in flight, a cancel abandoning them."""
 
 import threading
@@ -38,7 +38,7 @@ def test_a_round_fans_out_to_the_width_and_never_past_it(problem, fake, settings
     assert elapsed < 0.3 * 9, elapsed
 
 
-def test_the_rounds_first_ideas_call_goes_alone_then_the_rest_fan_out(problem, fake, settings):
+def test_the_rounds_first_ideas_call_goes_alone_until_its_reply_begins_then_the_rest_fan_out(problem, fake, settings):
     settings.SEARCH_PARALLEL_CALLS = 8
     fake.latency = lambda seen: 0.2
     search = start(problem, rounds=2, parents_per_round=3, ideas_per_parent=1, kernels_per_idea=3, repair_attempts=0)
@@ -47,13 +47,18 @@ def test_the_rounds_first_ideas_call_goes_alone_then_the_rest_fan_out(problem, f
     loop.advance(search.id)  # round 1: three kernels, which become round 2's three parents
     judge(median_for=lambda kernel: 1.0 / kernel.id)
     fake.spans.clear()
+    fake.latency, fake.first_token_s = (lambda seen: 2.0), 0.3
     loop.advance(search.id)
     ideas = sorted(s for s in fake.spans if s[2] == "ideas")
     assert len(ideas) == 3
     first = ideas[0]
-    assert overlapping(fake.spans, first) == []  # it wrote the prompt cache before anyone read it
-    assert fake.max_in_flight > 3  # the other two parents' ideas beside the first's kernels
+    # Nothing went before the API began the first reply (its prompt read and cached), and the other
+    # parents' ideas did not wait for the rest of it.
+    others = [s for s in fake.spans if s is not first]
+    assert all(s[0] >= first[4] for s in others)
+    assert len([s for s in others if s[2] == "ideas" and s[0] < first[1]]) == 2
     calls = ProposerCall.objects.filter(search=search, purpose="ideas").order_by("id")
+    assert calls[0].cache_write_tokens > 0
     assert calls[1].cache_read_tokens > 0 and calls[2].cache_read_tokens > 0
 
 
@@ -139,10 +144,11 @@ def test_a_steps_own_model_sends_its_first_call_of_the_round_alone(problem, fake
     loop.advance(search.id)
     judge()
     fake.spans.clear()
-    loop.advance(search.id)  # round 1: the ideas call, one kernel call alone, then three together
+    fake.latency, fake.first_token_s = (lambda seen: 1.0), 0.2
+    loop.advance(search.id)  # round 1: the ideas call, one kernel call alone until its reply begins, then three
     kernels = sorted(s for s in fake.spans if s[2] == "kernel")
-    assert len(kernels) == 4 and overlapping(fake.spans, kernels[0]) == []
-    assert len(overlapping(fake.spans, kernels[1])) == 2  # the fan-out
+    assert len(kernels) == 4 and all(s[0] >= kernels[0][4] for s in kernels[1:])
+    assert len(overlapping(fake.spans, kernels[1])) == 3  # the fan-out, beside the first's reply
     calls = list(ProposerCall.objects.filter(search=search, kernels__round=1).order_by("id"))
     assert {c.model for c in calls} == {"claude-haiku-4-5"} and calls[0].cache_write_tokens > 0
     assert all(c.cache_read_tokens > 0 and c.cache_write_tokens == 0 for c in calls[1:])  # read what the first wrote

@@ -3,7 +3,7 @@
 A search with the Anthropic proposer (a default search's settings unless told otherwise) runs through
 the real engine, the real `anthropic` client, a child evaluator and its sandboxes, against a local
 stand-in for the Messages API whose replies take a model's time (ideas 20 s, kernels 45 s, repairs
-30 s by default; `--scale` shrinks them all). Its "model" writes the playbook's kernels for the
+30 s by default, each beginning 2 s in; `--scale` shrinks them all). Its "model" writes the playbook's kernels for the
 problem's family, with a share of them broken so that they do not parse and are repaired, and
 repeats some (as models do: those are judged once).
 By default on a temporary SQLite file (the user's data is never touched).
@@ -13,7 +13,8 @@ It prints: wall time, the serial sum of the calls' latencies (a call still in fl
 calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
 per correct kernel, evaluations saved by sources judged once, and the evidence: how many ideas requests
 carried a round's top kernels' profile (and how many of those Nsight Compute's counters), and what the
-kernel page shows of it.
+kernel page shows of it; then where the wall time went: the calls in flight in each 30 s, when each round
+began, how long each counter rerun took from its queueing.
 """
 
 import html
@@ -31,6 +32,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benches.harness import bench_worker, rerun_on_database
 from evaluation.models import EvaluationJob
+from live.models import SearchEvent
 from proposers.base import IdeaProposal, ProblemContext
 from proposers.playbook import PlaybookProposer
 from searches import services
@@ -50,6 +52,8 @@ class Command(BaseCommand):
         parser.add_argument("--ideas-s", type=float, default=20.0, help="an ideas reply's latency (default 20 s)")
         parser.add_argument("--kernels-s", type=float, default=45.0, help="a kernel reply's latency (default 45 s)")
         parser.add_argument("--repairs-s", type=float, default=30.0, help="a repair reply's latency (default 30 s)")
+        parser.add_argument("--first-token-s", type=float, default=2.0,
+                            help="of each reply's latency, before it begins (the prompt read and cached; default 2 s)")
         parser.add_argument("--scale", type=float, default=1.0, help="multiplies every latency (e.g. 0.1)")
         parser.add_argument("--broken", type=float, default=0.25, help="share of kernel replies that do not compile")
         # a default search unless told otherwise: its wall time against its serial sum is the measure
@@ -66,8 +70,8 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if not opts["here"]:
             arguments = [f"--{k.replace('_', '-')}={opts[k]}" for k in (
-                "device", "problem", "ideas_s", "kernels_s", "repairs_s", "scale", "broken", "rounds", "parents",
-                "ideas", "kernels", "bank", "repairs", "max_seconds", "json") if opts[k] not in ("", None)]
+                "device", "problem", "ideas_s", "kernels_s", "repairs_s", "first_token_s", "scale", "broken", "rounds",
+                "parents", "ideas", "kernels", "bank", "repairs", "max_seconds", "json") if opts[k] not in ("", None)]
             sys.exit(rerun_on_database("bench_search_latency", arguments, opts["device"], opts["database"]))
         from tests.fakes.anthropic_server import FakeAnthropic, task_of  # the stand-in the tests use
 
@@ -79,8 +83,8 @@ class Command(BaseCommand):
             problem = validated(problem_for(opts["problem"] or DEFAULT_PROBLEM[device], self.stderr.write), worker,
                                 self.stderr.write)
             model = PlaybookModel(problem, device, opts["broken"])
-            with FakeAnthropic(responder=model, latency=lambda seen: latency.get(task_of(seen), 1.0) * opts["scale"]) \
-                    as fake:
+            with FakeAnthropic(responder=model, latency=lambda seen: latency.get(task_of(seen), 1.0) * opts["scale"],
+                               first_token_s=opts["first_token_s"] * opts["scale"]) as fake:
                 settings.ANTHROPIC_BASE_URL = fake.url
                 os.environ["ANTHROPIC_API_KEY"] = "sk-ant-local-stand-in"  # the evaluator child never gets it
                 began = time.monotonic()
@@ -94,7 +98,7 @@ class Command(BaseCommand):
                     worker.wait(lambda: time.monotonic() - began > opts["max_seconds"] or engines.died()
                                 or Search.objects.get(pk=search.id).status in Search.FINISHED)
                     wall = time.monotonic() - began
-                    spans = [(a - began, b - began) for a, b, _, _ in fake.spans]
+                    spans = [(a - began, b - began) for a, b, *_ in fake.spans]
                     # calls still in flight at the close count for their time inside the window
                     spans += [(a - began, wall) for a in list(fake.arrivals.values())]
                     _pause_if_active(search)  # at --max-seconds: its calls in flight are abandoned, the thread ends
@@ -181,7 +185,25 @@ def measure(search: Search, spans: list[tuple[float, float]], wall: float, most:
         "tokens_per_correct": round((search.tokens_in + search.tokens_out) / correct) if correct else None,
         "cost_per_correct_usd": round(search.cost_usd / correct, 4) if correct else None,
         "status": search.status, "stop_reason": search.stop_reason,
+        # where the wall time went: the calls in flight over time, the rounds' starts, the counters' waits
+        "calls_in_flight_by_30s": _in_flight_by(spans, wall, 30.0),
+        "round_starts_s": [round((e.created_at - origin).total_seconds(), 1)
+                           for e in SearchEvent.objects.filter(search=search, kind="round.started").order_by("seq")],
+        "counter_reruns_s": [round((j.finished_at - j.created_at).total_seconds(), 1) for j in EvaluationJob.objects
+                             .filter(kernel__search=search, options__counters=True, finished_at__isnull=False)
+                             .order_by("id")],
     }
+
+
+def _in_flight_by(spans: list[tuple[float, float]], wall: float, width: float) -> list[float]:
+    """The mean number of calls in flight in each `width`-second slice of the wall time."""
+    slices, start = [], 0.0
+    while start < wall:
+        end = min(start + width, wall)
+        inside = sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+        slices.append(round(inside / (end - start), 1))
+        start = end
+    return slices
 
 
 def evidence(search: Search, model: PlaybookModel) -> dict:
