@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 import anthropic
+import httpx2  # the SDK's HTTP library: a stream cut mid-reply raises its errors
 from django.conf import settings
 
 from memory.keys import technique_of
@@ -44,8 +45,10 @@ log = logging.getLogger(__name__)
 EFFORTS = CAPABILITIES["anthropic"].efforts
 STEPS = ("ideas", "kernel", "repair")
 CACHE_TTLS = ("5m", "1h")
-# Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection. A timeout has its own count.
-BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)
+# Worth trying again: 429, 5xx and 529 (overloaded), a dropped connection (before the reply, as the SDK
+# raises it; or mid-stream, where its HTTP library's own error comes through). A timeout has its own count.
+BUSY = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError, httpx2.TransportError)
+TIMEOUTS = (anthropic.APITimeoutError, httpx2.TimeoutException)
 CONNECT_TIMEOUT_S = 10.0
 RETRY_AFTER_MAX_S = 600.0
 _NO_TOOL = ("the model replied twice without calling `{tool}` (tool_choice auto, with thinking or effort set) "
@@ -243,7 +246,7 @@ class AnthropicProposer(Proposer):
                             reply_begun()
                             break
                         return stream.get_final_message()
-            except anthropic.APITimeoutError as exc:
+            except TIMEOUTS as exc:
                 timeouts += 1
                 if timeouts > self.timeout_retries:
                     raise ProposerError(f"the Anthropic API did not answer within {self.timeout:g} s, {timeouts} times "

@@ -35,6 +35,7 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "
 class Behaviour:
     status: int = 200
     delay: float = 0.0  # seconds to hang, then drop the connection without an answer (a timeout)
+    cut: bool = False  # a streamed reply stops after its first event, the connection dropped (a network cut)
     reply: str | None = None  # text of the reply; None: ask the responder
     stop_reason: str = "end_turn"
     tool_input: object = None  # a tool call's input (any JSON, malformed on purpose included)
@@ -201,7 +202,7 @@ class FakeAnthropic:
         message = self._message(seen, answer, behaviour.stop_reason)  # the prompt cache is written now
         begun = time.monotonic()
         if body.get("stream"):
-            self._stream(handler, message, rest)  # message_start at once, the rest when the reply is done
+            self._stream(handler, message, rest, behaviour.cut)  # message_start at once, the rest when done
         else:
             time.sleep(rest)
             self._send(handler, 200, message)
@@ -256,9 +257,9 @@ class FakeAnthropic:
                 "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
 
     @staticmethod
-    def _stream(handler, message: dict, rest: float) -> None:
+    def _stream(handler, message: dict, rest: float, cut: bool = False) -> None:
         """The message as the API streams it: server-sent events, one content block at a time; the
-        first (message_start) at once, the others `rest` seconds later."""
+        first (message_start) at once, the others `rest` seconds later (never, when `cut`)."""
         usage = dict(message["usage"])
         start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
         events = [("message_start", {"type": "message_start", "message": start})]
@@ -288,6 +289,9 @@ class FakeAnthropic:
             handler.wfile.write(chunks[0])
             handler.wfile.flush()
             time.sleep(rest)
+            if cut:
+                handler.close_connection = True
+                return
             handler.wfile.write(b"".join(chunks[1:]))
         except (BrokenPipeError, ConnectionResetError):
             pass

@@ -1,6 +1,7 @@
 """The Anthropic proposer through the real `anthropic` SDK against a local fake Messages API."""
 
 import re
+import threading
 import time
 from dataclasses import replace
 
@@ -95,6 +96,31 @@ def test_a_timeout_is_tried_again_at_most_twice_then_a_clear_failed_call(fake):
         proposer(timeout=1.0).starting_kernel(problem())
     assert len(fake.requests) == 3
     assert caught.value.exchange is not None and caught.value.exchange.duration_s >= 3.0
+
+
+def test_a_stream_cut_mid_reply_is_tried_again_like_a_dropped_connection(fake):
+    fake.script = [Behaviour(cut=True, latency=0.2)]
+    kernel, _ = proposer().starting_kernel(problem())
+    assert kernel.source == KERNEL and len(fake.requests) == 2
+    assert all(seen.body["stream"] is True for seen in fake.requests)
+
+
+def test_a_reply_that_stalls_mid_stream_is_a_timeout(fake):
+    fake.script = [Behaviour(latency=2.0) for _ in range(3)]  # begun at once, then silent past the timeout
+    with pytest.raises(ProposerError, match=r"did not answer within 1 s, 3 times in a row"):
+        proposer(timeout=1.0).starting_kernel(problem())
+    assert len(fake.requests) == 3
+
+
+def test_a_closed_proposer_abandons_a_stream_in_flight_with_a_clear_error(fake):
+    """A pause or cancel closes the proposer while a reply streams: the call ends as abandoned (the
+    engine stops waiting for it at once), never as the HTTP library's error."""
+    fake.latency = lambda seen: 2.0
+    llm = proposer(timeout=30.0)
+    threading.Timer(0.5, llm.close).start()
+    with pytest.raises(ProposerError, match="abandoned"):
+        llm.starting_kernel(problem())
+    assert len(fake.requests) == 1
 
 
 def test_the_wait_the_api_asks_for_is_kept(fake):
