@@ -30,7 +30,7 @@ from searches.services import events
 from proposers.base import REPLY_BEGUN, Exchange, IdeaProposal, KernelProposal, ProposerError
 from searches.models import Idea, Kernel, ProposerCall, Search
 
-from . import context, records
+from . import context, evidence, records
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +179,9 @@ def seed_call(search: Search) -> Call:
             call = records.record_call(search, ProposerCall.Purpose.KERNEL, exchange)
             if Kernel.objects.filter(search=search, origin=Kernel.Origin.SEED).exists():
                 return  # another orchestrator got there first; the call is still paid for
+            # round 1's parent: on a GPU its counters come with its verdict, so round 1 waits for no rerun
             records.save_kernel(search, proposal, call=shown_call(search, call), origin=Kernel.Origin.SEED, round=0,
-                                name="starting kernel")
+                                name="starting kernel", counters=evidence.applies(search))
 
     return Call(("seed",), lambda proposer: proposer.starting_kernel(problem), save)
 

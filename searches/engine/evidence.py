@@ -2,7 +2,8 @@
 call reads (context.is_profiled: its round's `profiled_kernels` fastest) is rerun once with Nsight
 Compute's counters (runner/inside/ncuprofile.py, where the host lets the sandbox read them), and
 that parent's ideas call waits for the rerun: the model sees stall reasons and pipe use, not only
-the build's registers and the achieved bandwidth. The engine asks for them early too: while a round
+the build's registers and the achieved bandwidth. The starting kernel's evaluation reads them with its
+verdict (round 1's only parent; engine/calls.py), and the engine asks for the others early too: while a round
 waits for its last verdicts, the kernels that would be its parents if it ended then (engine/loop.py),
 so the next round's calls seldom wait; a kernel overtaken meanwhile cost one rerun on an evaluator
 that is idle at the round's end. A rerun that fails lets the call go without them

@@ -55,8 +55,9 @@ def propose_lesson(search: Search, broken: Kernel, text: str) -> None:
 
 
 def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round, name, idea=None, parent=None,
-                variant=None, repair_of=None) -> Kernel:
-    """A candidate: a Kernel row, plus its evaluation job when it has code. Inside a transaction."""
+                variant=None, repair_of=None, counters: bool = False) -> Kernel:
+    """A candidate: a Kernel row, plus its evaluation job when it has code (`counters`: one that also reads
+    the GPU's counters if the kernel is correct). Inside a transaction."""
     source = proposal.source or ""
     status, reason = Verdict.PENDING, ""
     if not source.strip():
@@ -76,7 +77,7 @@ def save_kernel(search: Search, proposal: KernelProposal, *, call, origin, round
     except IntegrityError:
         raise RuntimeError("duplicate candidate: the engine's idempotency check was bypassed")
     if kernel.status == Verdict.PENDING:
-        queue.enqueue_kernel(kernel, options=search.job_options())
+        queue.enqueue_kernel(kernel, options={**search.job_options(), **({"counters": True} if counters else {})})
     events.publish_kernel(kernel, "kernel.created")
     return kernel
 
