@@ -10,9 +10,9 @@ reply arrives and a restart never duplicates.
 Bounds: at most SEARCH_PARALLEL_CALLS calls of one search in flight, and the API key's own
 limit (searches/engine/gate.py, shared by every process). The first ideas call of a round goes
 alone until the API begins its reply, so the prompt cache (tools, rules, problem, bank) is written
-once before the fan-out reads it. Budgets hold with calls in flight: a kernel-making call counts against the candidates
-budget when sent, and a call's cost is reserved (the mean of the search's calls so far) before
-it is sent. Pausing or cancelling the search closes the proposer: calls in flight are
+once before the fan-out reads it. Budgets hold with calls in flight: a kernel-making call counts
+against the candidates budget when sent, and a call's cost is reserved (the mean of the search's
+calls so far) before it is sent. Pausing or cancelling the search closes the proposer: calls in flight are
 abandoned, recorded as failed, and make no kernel.
 """
 
