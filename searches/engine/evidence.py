@@ -2,11 +2,11 @@
 call reads (context.is_profiled: its round's `profiled_kernels` fastest) is rerun once with Nsight
 Compute's counters (runner/inside/ncuprofile.py, where the host lets the sandbox read them), and
 that parent's ideas call waits for the rerun: the model sees stall reasons and pipe use, not only
-the build's registers and the achieved bandwidth. The starting kernel's evaluation reads them with its
-verdict (round 1's only parent; engine/calls.py), and the engine asks for the others early too: while a round
-waits for its last verdicts, the kernels that would be its parents if it ended then (engine/loop.py),
-so the next round's calls seldom wait; a kernel overtaken meanwhile cost one rerun on an evaluator
-that is idle at the round's end. A rerun that fails lets the call go without them
+the build's registers and the achieved bandwidth. The starting kernel's evaluation reads them with
+its verdict (round 1's only parent; engine/calls.py), and the others are asked for early: while a
+round waits for its last verdicts, the kernels that would be its parents if it ended then get their
+rerun (engine/loop.py), so the next round's calls seldom wait; a kernel overtaken meanwhile costs one
+rerun, on an evaluator idle at the round's end. A rerun that fails lets the call go without them
 (its kick wakes the search). On the CPU there are no counters to read, and the built-in playbook
 reads no profile, so nothing waits there."""
 

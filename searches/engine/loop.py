@@ -14,7 +14,7 @@ many at a time (searches/engine/calls.py: each saved the moment it lands):
             timeout or compile_error gets up to `repair_attempts` repair turns, each its child.
             On a GPU, a parent whose profile its ideas call reads is first rerun with Nsight
             Compute's counters, and that call waits for them (engine/evidence.py); the kernels
-            that would be parents are rerun so while the round's last verdicts come in.
+            that would be the next parents get that rerun while the round's last verdicts come in.
   next      once every job of the round has finished, the best correct kernels become the
             next round's parents; the search ends with its true reason: the proposer had no new
             ideas, all R rounds done, no improvement in `stale_rounds` rounds, or a budget. With
