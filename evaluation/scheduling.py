@@ -46,8 +46,6 @@ class Priority(IntEnum):
     INTERACTIVE = 10
 
 
-
-
 def _person(user):
     return user if getattr(user, "is_authenticated", False) else None
 

@@ -119,10 +119,10 @@ class FakeAnthropic:
     in_flight: int = 0
     max_in_flight: int = 0
     spans: list = field(default_factory=list)  # (arrived, answered, task, status, reply began or None), monotonic s
-    arrivals: dict = field(default_factory=dict)  # when each request still being answered arrived, monotonic s
 
     def __post_init__(self):
         self._lock = threading.Lock()
+        self._arrivals: dict[int, float] = {}  # when each request still being answered arrived, monotonic s
         self._cached: set[str] = set()
         fake = self
 
@@ -137,6 +137,11 @@ class FakeAnthropic:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def open_since(self) -> list[float]:
+        """When each request still being answered arrived (monotonic s)."""
+        with self._lock:
+            return list(self._arrivals.values())
 
     def __enter__(self):
         self._thread.start()
@@ -163,14 +168,14 @@ class FakeAnthropic:
             behaviour = self.script.pop(0) if self.script else Behaviour()
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            arrived = self.arrivals[id(seen)] = time.monotonic()
+            arrived = self._arrivals[id(seen)] = time.monotonic()
         begun = None
         try:
             begun = self._answer(handler, seen, body, behaviour)
         finally:
             with self._lock:
                 self.in_flight -= 1
-                del self.arrivals[id(seen)]
+                del self._arrivals[id(seen)]
                 self.spans.append((arrived, time.monotonic(), task_of(seen), behaviour.status, begun))
 
     def _answer(self, handler, seen: "Seen", body: dict, behaviour: Behaviour) -> float | None:

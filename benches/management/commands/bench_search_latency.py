@@ -3,14 +3,14 @@
 A search with the Anthropic proposer (a default search's settings unless told otherwise) runs through
 the real engine, the real `anthropic` client, a child evaluator and its sandboxes, against a local
 stand-in for the Messages API whose replies take a model's time (ideas 20 s, kernels 45 s, repairs
-30 s by default, each beginning 2 s in; `--scale` shrinks them all). Its "model" writes the playbook's kernels for the
-problem's family, with a share of them broken so that they do not parse and are repaired, and
-repeats some (as models do: those are judged once).
+30 s by default, each beginning 2 s in; `--scale` shrinks them all). Its "model" writes the
+playbook's kernels for the problem's family, with a share of them broken so that they do not parse
+and are repaired, and repeats some (as models do: those are judged once).
 By default on a temporary SQLite file (the user's data is never touched).
 
 It prints: wall time, the serial sum of the calls' latencies (a call still in flight when
-`--max-seconds` closes the window counts for its seconds inside it) and the ratio, the time any call was in flight,
-calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
+`--max-seconds` closes the window counts for its seconds inside it) and the ratio, the time any
+call was in flight, calls in flight (most, mean), the evaluator's idle time while calls were pending, tokens and cost
 per correct kernel, evaluations saved by sources judged once, and the evidence: how many ideas requests
 carried a round's top kernels' profile (and how many of those Nsight Compute's counters), and what the
 kernel page shows of it; then where the wall time went: the calls in flight in each 30 s, when each round
@@ -100,7 +100,7 @@ class Command(BaseCommand):
                     wall = time.monotonic() - began
                     spans = [(a - began, b - began) for a, b, *_ in fake.spans]
                     # calls still in flight at the close count for their time inside the window
-                    spans += [(a - began, wall) for a in list(fake.arrivals.values())]
+                    spans += [(a - began, wall) for a in fake.open_since()]
                     _pause_if_active(search)  # at --max-seconds: its calls in flight are abandoned, the thread ends
         report = measure(search, spans, wall, fake.max_in_flight)
         report.update(evidence(search, model))
