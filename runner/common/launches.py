@@ -129,6 +129,22 @@ def decide(kernels: list[tuple], own: set[str], timed_stream: int | None, *, all
     return None
 
 
+def prepare(device: str) -> None:
+    """One empty profiler cycle before the device is asked for: the first cycle in a process takes
+    seconds (CUPTI starts, and torch.profiler imports torch._dynamo), which would otherwise be spent
+    inside the first recorded call, holding the device while it idles. Runner code only, before any
+    of the candidate's; a profiler that cannot start is left for `recording` to report."""
+    if device != "cuda":
+        return
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]):
+            pass
+    except Exception:  # noqa: BLE001 - Launches.recording says why, on the first call
+        pass
+
+
 class Launches:
     """Records the kernels of one call at a time on CUDA; inert elsewhere. A profiler that cannot start
     (no CUPTI in this environment) leaves the verdict to the other checks and says so in `error`."""

@@ -108,6 +108,28 @@ def profile(*, device: str, kernels: list[dict] | None, device_facts: dict, medi
             "counters": counters or (CPU_COUNTERS if device == "cpu" else COUNTERS_UNAVAILABLE)}
 
 
+def with_counters(profile: dict, kernels: list[dict]) -> None:
+    """The label again once Nsight Compute has measured the longest kernel: a pipe the counters show
+    busy binds even where the problem's own bytes or FLOPs reach little of their ceiling, since the
+    kernel moves or issues more than the problem needs (the runner's rates count the minimum only)."""
+    main = kernels[0] if kernels else {}
+    dram, sm = (main.get("dram_pct") or 0) / 100, (main.get("sm_pct") or 0) / 100
+    memory, compute = profile.get("bandwidth_fraction"), profile.get("compute_fraction")
+    if max(dram, sm) < NEAR_CEILING or profile.get("bottleneck") in ("memory-bound", "compute-bound"):
+        return
+    if dram >= sm:
+        moved = f" while the problem's minimum bytes move at only {memory:.0%} of the measured bandwidth" \
+            if memory is not None else ""
+        profile["bottleneck"], profile["why"] = "memory-bound", (
+            f"Nsight Compute finds DRAM {dram:.0%} busy{moved}: the kernel moves more bytes than the problem "
+            "needs (data read more than once, spills, or uncoalesced access)")
+    else:
+        rate = f" while the problem's FLOPs run at only {compute:.0%} of their ceiling" if compute is not None else ""
+        profile["bottleneck"], profile["why"] = "compute-bound", (
+            f"Nsight Compute finds the SMs {sm:.0%} busy{rate}: instructions beyond the problem's own arithmetic "
+            "(indexing, conversions, special functions, synchronisation) bind")
+
+
 def _product(dims) -> int | None:
     if not dims:
         return None

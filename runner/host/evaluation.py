@@ -416,6 +416,7 @@ def add_counters(pool, job: dict, result: dict, timeout: float) -> None:
     result["profile"]["counters"] = hardware_counters.profile_text(read)
     if read["status"] == "ok":
         result["profile"]["counter_kernels"] = read["kernels"]
+        roofline.with_counters(result["profile"], read["kernels"])
 
 
 def _cached_validation(problem_source, device, environment, pool, timeout, seed, more=()) -> dict:

@@ -93,6 +93,8 @@ def test_a_profile_on_demand_reads_the_counters_or_says_why_not(cuda_pool):
         assert main["name"].startswith("softmax_rows") and main["duration_us"] > 0, main
         assert 0 < main["dram_pct"] <= 100 and 0 < main["occupancy_pct"] <= 100 and main["stalls"], main
         assert profile["counters"].startswith("Nsight Compute")
+        if max(main["dram_pct"], main.get("sm_pct") or 0) >= 100 * roofline.NEAR_CEILING:  # the counters' word
+            assert profile["bottleneck"] in ("memory-bound", "compute-bound"), (profile["bottleneck"], profile["why"])
     else:
         assert profile["counters"].startswith(roofline.COUNTERS_UNAVAILABLE), profile["counters"]
     assert "counter_kernels" not in cuda_pool.evaluate(SOFTMAX, sources.CUPY_SOFTMAX_KERNEL, seed=2)["profile"]

@@ -1,6 +1,8 @@
 """Driver-level launch accounting's decisions (runner/common/launches.py), on the kernel names and streams
 CUPTI reports; the recording itself runs on the GPU (tests/runner/test_gpu_judging.py)."""
 
+import pytest
+
 from runner.common import findings, launches
 
 SOURCE = '''
@@ -153,3 +155,31 @@ def test_a_recorded_call_launches_its_end_marker_before_the_runner_waits_for_the
     jobs._call(lambda x: order.append("forward") or x * 2, [torch.ones(2)], {"first": True, "ops": []}, counter,
                True, lambda: order.append("sync"))
     assert order == ["forward", "marker", "sync"]
+
+
+def _fresh(code: str) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def test_prepare_on_the_cpu_starts_no_profiler():
+    # a CPU sandbox records no launches, so it pays neither the profiler's start nor the import of Dynamo
+    # that a profiler cycle brings
+    out = _fresh("import sys; import torch; from runner.common import launches; launches.prepare('cpu'); "
+                 "print('torch._dynamo' in sys.modules)")
+    assert out.split() == ["False"]
+
+
+@pytest.mark.gpu
+def test_prepare_leaves_the_first_recorded_call_nothing_to_start():
+    """The profiler's first start (CUPTI, and torch.profiler's import of Dynamo) happens in prepare, before
+    the device is granted: the first recording then imports nothing and still sees its kernels."""
+    out = _fresh(
+        "import sys; import torch; torch.empty(1, device='cuda'); from runner.common import launches\n"
+        "launches.prepare('cuda'); before = set(sys.modules)\n"
+        "rec = launches.Launches('', 'cuda')\n"
+        "with rec.recording(): torch.ones(4, device='cuda').sum()\n"
+        "print('torch._dynamo' in before, len(set(sys.modules) - before), rec.error == '', len(rec.kernels) > 0)")
+    assert out.split() == ["True", "0", "True", "True"], out

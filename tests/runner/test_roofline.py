@@ -84,3 +84,28 @@ def test_the_cli_summary_states_the_profile():
     text = summary({"status": "correct", "profile": prof})
     assert "profile: no bottleneck inferred (no measured ceilings for this device" in text
     assert "perf_event_open stays refused" in text
+
+
+def test_counters_relabel_a_kernel_that_moves_more_than_it_must():
+    # the starting softmax of a search on the H100: 34% of the minimum traffic's rate, DRAM 69% busy
+    prof = {"bandwidth_fraction": 0.34, "compute_fraction": 0.0, "bottleneck": "latency- or launch-bound",
+            "why": "neither memory nor compute is near its ceiling"}
+    roofline.with_counters(prof, [{"name": "softmax_rows", "dram_pct": 69.0, "sm_pct": 29.0}])
+    assert prof["bottleneck"] == "memory-bound"
+    assert "DRAM 69% busy" in prof["why"] and "only 34% of the measured bandwidth" in prof["why"]
+
+
+def test_counters_relabel_an_issue_bound_kernel():
+    prof = {"bandwidth_fraction": 0.1, "compute_fraction": 0.05, "bottleneck": "occupancy-limited", "why": "w"}
+    roofline.with_counters(prof, [{"name": "k", "dram_pct": 12.0, "sm_pct": 81.0}])
+    assert prof["bottleneck"] == "compute-bound" and "SMs 81% busy" in prof["why"] and "5%" in prof["why"]
+
+
+def test_counters_leave_a_settled_or_idle_label_alone():
+    bound = {"bandwidth_fraction": 0.8, "bottleneck": "memory-bound", "why": "it moves the bytes at 80%"}
+    roofline.with_counters(bound, [{"name": "k", "dram_pct": 20.0, "sm_pct": 90.0}])
+    assert bound["bottleneck"] == "memory-bound" and bound["why"] == "it moves the bytes at 80%"
+    idle = {"bandwidth_fraction": 0.1, "bottleneck": "latency- or launch-bound", "why": "w"}
+    roofline.with_counters(idle, [{"name": "k", "dram_pct": 30.0, "sm_pct": 20.0}])
+    roofline.with_counters(idle, [])
+    assert idle["bottleneck"] == "latency- or launch-bound"
