@@ -139,13 +139,14 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
             return judged
         except _DeviceFull as exc:
             if attempt == OOM_ATTEMPTS:
-                raise DeviceBusy(f"the candidate ran out of device memory {OOM_ATTEMPTS} times within its own share "
+                raise DeviceBusy(f"the evaluation ran out of device memory {OOM_ATTEMPTS} times within its own share "
                                  f"({exc}): other work held the rest, so the kernel is not judged") from None
+            job["alone"] = True  # its untimed work may not fit beside others' (runner/host/devicelock.py)
             time.sleep(OOM_PAUSE_S * attempt)
 
 
 class _DeviceFull(Exception):
-    """A candidate's `oom` that other work on the device caused (gpumem.others_fault)."""
+    """An `oom` that other work on the device caused: the candidate's (gpumem.others_fault), or the truths'."""
 
 
 def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float) -> dict:
@@ -156,7 +157,7 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
                   "atol": job["atol"], "rtol": job["rtol"], "rule": job["rule"], "sample_secret": sample_secret.hex(),
-                  "paired": job["paired"]}
+                  "paired": job["paired"], **({"alone": True} if job.get("alone") else {})}
     pairing = Pairing() if job["paired"] else None
     truths_sandbox = pool.take()
     try:
@@ -292,7 +293,7 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
     except schema.Malformed as exc:
         raise ProblemInvalid(f"the problem's sandbox sent malformed truths ({exc})") from None
     if truths["status"] != "ok":
-        raise (DeviceBusy if truths["status"] == "oom" else ProblemInvalid)(
+        raise (_DeviceFull if truths["status"] == "oom" else ProblemInvalid)(
             f"the problem could not make the truths: {truths['reason']}")
     result["phases"].update(truths["phases"])  # the truths' sandbox: waiting for, then holding the device
     try:

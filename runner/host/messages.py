@@ -71,6 +71,7 @@ class Job:
         sandbox = self.sandbox
         if sandbox.batches.done:
             return
+        self.alone()
         first = sandbox.batches.claimed is None
         if first:
             sandbox.measurements.on_timing({"what": "batch", "at": "begin"})
@@ -89,6 +90,7 @@ class Job:
 
     def on_timing(self, message: dict) -> None:
         self.phase("timing")
+        self.alone()
         reply = self.sandbox.measurements.on_timing(message)
         if reply is not None:
             self.sandbox.send(reply)
@@ -105,22 +107,40 @@ class Job:
                                                            self.deadline, self.lock)
 
     def on_device(self, message: dict) -> None:
-        """The child asks for the device: granted once (a second ask while it holds the lock is ignored);
-        the wait does not count against the job's time."""
-        if self.lock is not None:
-            return
+        """The child asks for the device, `untimed` for work it will not time (devicelock.py: shared on
+        a GPU), else to time. Asked to time while it holds the device shared, it gives that up and waits
+        for the device alone; any other second ask is answered at once (it holds what it asks for). The
+        waits do not count against the job's time. After an evaluation ran out of memory beside others
+        (`alone` in the job), it never shares."""
+        shared = message.get("untimed") is True and not self.job.get("alone")
         sandbox = self.sandbox
+        if self.lock is not None and (shared or not self.lock.shared):
+            sandbox.send({"go": True})
+            return
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
         self.phase("device")
         waited = time.monotonic()
         if self.pairing is not None and self.job["job"] == "evaluate":  # after the truths are made
             self.pairing.ready.wait(max(0.0, self.deadline - waited))
-        self.lock = DeviceLock(sandbox.device).acquire()
+        self.lock = DeviceLock(sandbox.device, shared=shared).acquire()
         self.deadline += time.monotonic() - waited
         compiling.promote(sandbox.cgroups)  # build priority: the GPU phases run at normal priority
         if sandbox.device == "cpu":
             procs.pin(sandbox.pids(), timing_cpus(sandbox.threads))
         sandbox.send({"go": True})
         self.phase("go")
+
+    def alone(self) -> None:
+        """A measurement begins: a child that holds the device shared (it never asked to time, which the
+        runner's code does) has it alone from here on; what it measured meanwhile, beside others' work,
+        the GPU's readings call disturbed."""
+        if self.lock is not None and self.lock.shared:
+            waited = time.monotonic()
+            self.lock.release()
+            self.lock = DeviceLock(self.sandbox.device).acquire()
+            self.deadline += time.monotonic() - waited
 
     def on_verdict(self, message: dict) -> SandboxOutcome:
         """The run's verdict, ending it; schema.evaluation checks its contents afterwards."""

@@ -36,9 +36,10 @@ class Channel:
             raise SystemExit(0)
         return json.loads(line)
 
-    def request_device(self) -> None:
-        """Ask the parent for the device (nothing else runs on it while we time) and wait."""
-        self.send("device")
+    def request_device(self, untimed: bool = False) -> None:
+        """Ask the parent for the device and wait: alone, to time on it, or for `untimed` work, which
+        on a GPU may share it with other untimed work (runner/host/devicelock.py)."""
+        self.send("device", **({"untimed": True} if untimed else {}))
         self.receive()
 
 

@@ -31,7 +31,7 @@ def run(job: dict, channel, exchange_fd: int) -> dict:
         # KernelBench's truth is the fp32 reference on this device: no float64 copy, so truth() runs it
         truth_model = None if rules.kernelbench(rule) else jobs.truth_model(reference)
         asked = time.monotonic()
-        channel.request_device()  # its device work is held apart from any timing, as a baseline's is
+        channel.request_device(untimed=True)  # apart from any timing; beside other untimed work on a GPU
         granted = time.monotonic()
         with torch.no_grad():
             outputs = problems.as_outputs(reference(*problems.make_inputs(module, "get_inputs", seed, device)))

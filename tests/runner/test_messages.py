@@ -3,6 +3,7 @@ anything else a sandboxed child can write past the nonce check read on as noise,
 parent's reader."""
 
 from runner.host import messages
+from runner.host.devicelock import DeviceLock
 
 
 class FakeSandbox:
@@ -45,13 +46,50 @@ def test_the_verdict_ends_the_run_with_an_object_only():
         assert job(sandbox).handle({"kind": "verdict", "result": result}).result == {}
 
 
-def test_a_pairing_message_outside_a_pairing_and_a_second_device_request_are_ignored():
+def test_a_pairing_message_outside_a_pairing_is_ignored_and_a_second_device_request_answered_at_once():
     sandbox = FakeSandbox()
     run = job(sandbox)
     assert run.handle({"kind": "pair", "at": "ready"}) is None
-    run.lock = held = object()
-    assert run.handle({"kind": "device"}) is None
-    assert run.lock is held and sandbox.sent == []
+    run.lock = held = DeviceLock("cuda")  # held alone: both kinds of ask have what they ask for
+    for ask in ({"kind": "device"}, {"kind": "device", "untimed": True}):
+        assert run.handle(ask) is None
+    assert run.lock is held and sandbox.sent == [{"go": True}, {"go": True}]
+
+
+class GpuSandbox(FakeSandbox):
+    device, cgroups, threads = "cuda", None, 1
+
+
+def test_untimed_work_holds_the_gpu_shared_and_asks_again_to_time_alone(monkeypatch):
+    monkeypatch.setenv("KERNELLAB_DEVICE_SHARERS", "2")
+    sandbox = GpuSandbox()
+    run = job(sandbox)
+    run.handle({"kind": "device", "untimed": True})
+    shared = run.lock
+    assert shared.shared and sandbox.sent == [{"go": True}]
+    run.handle({"kind": "device"})  # the timing: the shared hold given up, the device alone
+    assert run.lock is not shared and not run.lock.shared and sandbox.sent[-1] == {"go": True}
+    run.lock.release()
+
+
+def test_a_measurement_begun_under_a_shared_hold_takes_the_device_alone(monkeypatch):
+    monkeypatch.setenv("KERNELLAB_DEVICE_SHARERS", "2")
+    sandbox = GpuSandbox()
+    sandbox.measurements = type("Readings", (), {"on_timing": staticmethod(lambda message: None)})()
+    run = job(sandbox)
+    run.handle({"kind": "device", "untimed": True})  # a child that never asks to time, yet measures
+    run.handle({"kind": "timing", "what": "candidate", "at": "begin"})
+    assert not run.lock.shared
+    run.lock.release()
+
+
+def test_an_evaluation_run_again_for_memory_never_shares(monkeypatch):
+    monkeypatch.setenv("KERNELLAB_DEVICE_SHARERS", "4")
+    sandbox = GpuSandbox()
+    run = messages.Job(sandbox, {"job": "evaluate", "alone": True}, "nonce", phase=lambda step: None)
+    run.handle({"kind": "device", "untimed": True})
+    assert not run.lock.shared
+    run.lock.release()
 
 
 def test_a_sample_seed_is_answered_from_the_secret_only():
