@@ -1,6 +1,9 @@
 """Driver-level launch accounting's decisions (runner/common/launches.py), on the kernel names and streams
 CUPTI reports; the recording itself runs on the GPU (tests/runner/test_gpu_judging.py)."""
 
+import subprocess
+import sys
+
 import pytest
 
 from runner.common import findings, launches
@@ -158,9 +161,6 @@ def test_a_recorded_call_launches_its_end_marker_before_the_runner_waits_for_the
 
 
 def _fresh(code: str) -> str:
-    import subprocess
-    import sys
-
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
 
 
