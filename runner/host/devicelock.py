@@ -81,11 +81,12 @@ class DeviceLock:
 
     def __init__(self, device: str, shared: bool = False):
         self.device = device
-        self.shared = bool(shared) and device == "cuda" and sharers() > 1
+        self._limit = sharers()
+        self.shared = bool(shared) and device == "cuda" and self._limit > 1
         self._file = None
 
     def acquire(self) -> "DeviceLock":
-        _gates[self.device].enter(self.shared, sharers())
+        _gates[self.device].enter(self.shared, self._limit)
         if self.device != "cuda":
             return self
         which = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "all"

@@ -157,7 +157,7 @@ def _judge(pool, job: dict, validation: dict, environment: dict, timeout: float)
     sample_secret = secrets.token_bytes(16)  # the positions of large outputs' samples (sampling.py)
     truths_job = {"job": "truths", "device": device, "seed": job["seed"], "problem_source": job["problem_source"],
                   "atol": job["atol"], "rtol": job["rtol"], "rule": job["rule"], "sample_secret": sample_secret.hex(),
-                  "paired": job["paired"], **({"alone": True} if job.get("alone") else {})}
+                  "paired": job["paired"], "alone": job.get("alone", False)}
     pairing = Pairing() if job["paired"] else None
     truths_sandbox = pool.take()
     try:

@@ -114,12 +114,13 @@ class Job:
         (`alone` in the job), it never shares."""
         shared = message.get("untimed") is True and not self.job.get("alone")
         sandbox = self.sandbox
-        if self.lock is not None and (shared or not self.lock.shared):
+        if self.lock is not None:
+            if self.lock.shared and not shared:
+                self.phase("device")
+                self.alone()
+                self.phase("go")
             sandbox.send({"go": True})
             return
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
         self.phase("device")
         waited = time.monotonic()
         if self.pairing is not None and self.job["job"] == "evaluate":  # after the truths are made
@@ -133,9 +134,9 @@ class Job:
         self.phase("go")
 
     def alone(self) -> None:
-        """A measurement begins: a child that holds the device shared (it never asked to time, which the
-        runner's code does) has it alone from here on; what it measured meanwhile, beside others' work,
-        the GPU's readings call disturbed."""
+        """The device alone from here on, for a child that holds it shared: it asked to time, or a measurement
+        begins without that ask (which the runner's code makes); what it measured meanwhile, beside others'
+        work, the GPU's readings call disturbed."""
         if self.lock is not None and self.lock.shared:
             waited = time.monotonic()
             self.lock.release()

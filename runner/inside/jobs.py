@@ -212,9 +212,10 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     if job.get("stop_after") == "correctness":  # a draft's check (the agent's tool): judged, not timed
         return
     result["precision"] = verify.detect_precision(job["kernel_source"], state["ops"], [e["dtype"] for e in expected])
-    mark = _perf_counter()
+    waited = _perf_counter()
     channel.request_device()  # alone from here on: the timing, the batch clock, the flags' own baseline
-    phases["device_wait_s"], mark = phases["device_wait_s"] + _perf_counter() - mark, _perf_counter()
+    phases["device_wait_s"] += _perf_counter() - waited
+    mark = _perf_counter()
     result["timing"] = _time_candidate(module, new, device, seed, run_candidate, guarded, channel, ship,
                                        expected, shipped, paired=bool(job.get("paired")) and device == "cpu")
     phases["timing_s"] = _perf_counter() - mark
