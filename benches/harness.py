@@ -88,7 +88,7 @@ def bench_worker(command: str, suffix: str, device: str, pool_size: int | None, 
     from evaluation.worker import NameInUse, check_name_free, default_name
     from searches.foreground import EvaluatorChild
 
-    pool_size = pool_size or settings.RUNNER_POOL_SIZE
+    pool_size = settings.RUNNER_POOL_SIZE if pool_size is None else pool_size
     jobs_in_flight = jobs_in_flight or settings.RUNNER_JOBS_IN_FLIGHT
     worker = EvaluatorChild(name=f"{default_name(device)}-{suffix}", device=device, pool_size=pool_size,
                             jobs_in_flight=jobs_in_flight)

@@ -63,7 +63,7 @@ def stack_env(data: Path, port: int, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in {
         "DATABASE_URL", "REDIS_URL", "SQLITE_PATH", "Q_SYNC", "DEBUG", "ANTHROPIC_API_KEY", "SECRET_KEY"}}
     env.update(KERNELLAB_DATA_DIR=str(data), PORT=str(port), HOST="127.0.0.1", RUNNER_DEVICE="cpu", Q_WORKERS="1",
-               RUNNER_POOL_SIZE="1", DJANGO_SETTINGS_MODULE="kernellab.settings", **extra)
+               RUNNER_POOL_SIZE="0", DJANGO_SETTINGS_MODULE="kernellab.settings", **extra)
     return env
 
 

@@ -18,7 +18,7 @@ def test_a_search_then_a_load_inline_pass_then_a_cached_pass(tmp_path):
     user_db, report_path = tmp_path / "user.sqlite3", tmp_path / "bench.json"
     env = env_for(user_db, KERNELLAB_CACHE_DIR=tmp_path / "cache")
     result = manage(user_db, "bench_evaluator", "--device", "cpu", "--searches", "1", "--candidates", "1",
-                    "--load-inline", "1", "--pool-size", "1", "--jobs-in-flight", "1", "--max-seconds", "400",
+                    "--load-inline", "1", "--pool-size", "0", "--jobs-in-flight", "1", "--max-seconds", "400",
                     "--json", str(report_path), env=env, timeout=560)
 
     both = json.loads(report_path.read_text())

@@ -27,7 +27,7 @@ def test_a_search_run_is_scored_against_the_baselines_its_searches_asked_for(tmp
     env = {**env_for(db), "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "KERNELLAB_BASELINE_COMPILE": "0"}
     manage(db, "migrate", "--noinput", "-v", "0", env=env)
     manage(db, "import_problems", str(folder), "--suite", "L1 bit", "--device", "cpu", "--validate", env=env)
-    done = manage(db, "bench_run", "--suite", "L1 bit", "--name", "graphs", "--device", "cpu", "--pool-size", "1",
+    done = manage(db, "bench_run", "--suite", "L1 bit", "--name", "graphs", "--device", "cpu", "--pool-size", "0",
                   "--jobs-in-flight", "1", "--max-seconds", "480", "--json", str(report), "proposer=playbook",
                   "rounds=1", "parents_per_round=1", "ideas_per_parent=1", "kernels_per_idea=1", "bank_size=0",
                   "baselines=max-autotune,cudagraph", env=env, timeout=560)

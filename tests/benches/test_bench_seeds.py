@@ -20,7 +20,7 @@ def test_seed_searches_report_the_stored_best_kernel_of_each_problem(tmp_path):
     database, report_path = tmp_path / "seeds.sqlite3", tmp_path / "seeds.json"
     env = env_for(database, KERNELLAB_CACHE_DIR=tmp_path / "cache")
     result = manage(database, "bench_seeds", "--device", "cpu", "--keys", "gelu-cpu,softmax-cpu", "--rounds", "1",
-                    "--parents", "1", "--ideas", "1", "--kernels", "1", "--pool-size", "2", "--jobs-in-flight", "1",
+                    "--parents", "1", "--ideas", "1", "--kernels", "1", "--pool-size", "0", "--jobs-in-flight", "1",
                     "--database", f"sqlite:///{database}", "--json", str(report_path), env=env, timeout=560)
 
     rows = json.loads(report_path.read_text())

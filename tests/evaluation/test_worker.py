@@ -176,3 +176,12 @@ def test_kill_9_of_the_evaluator_takes_its_sandboxes_and_the_next_one_removes_th
         for process in (first, second):
             if process is not None and process.poll() is None:
                 kill_hard(process)
+
+
+def test_a_negative_pool_size_is_refused_and_zero_is_a_pool_without_warm_sandboxes(tmp_path):
+    db = tmp_path / "pool.sqlite3"
+    manage(db, "migrate", "--noinput", "-v", "0")
+    refused = manage(db, "evaluator", "--once", "--pool-size", "-1", check=False)
+    assert refused.returncode != 0 and "--pool-size must be 0 (no warm sandboxes) or more" in refused.stderr
+    done = manage(db, "evaluator", "--once", "--pool-size", "0", "--name", "no-warm")
+    assert "serving cpu jobs with 0 warm sandbox(es)" in done.stderr

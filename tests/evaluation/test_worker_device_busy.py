@@ -21,7 +21,7 @@ def test_an_out_of_memory_validation_is_an_infrastructure_failure(monkeypatch, t
     job = queue.enqueue_validation(problem)
     EvaluationJob.objects.filter(pk=job.pk).update(max_attempts=1)
 
-    EvaluationWorker(name="busy-cpu", device="cpu", pool_size=1, rekick_seconds=0).run(once=True)
+    EvaluationWorker(name="busy-cpu", device="cpu", pool_size=0, rekick_seconds=0).run(once=True)
 
     job.refresh_from_db()
     problem.refresh_from_db()

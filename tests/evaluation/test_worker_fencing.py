@@ -95,7 +95,7 @@ def test_a_real_run_whose_job_was_taken_over_midway_is_stopped_there_and_dropped
 
     thief = threading.Thread(target=take_over_once_running, daemon=True)
     thief.start()
-    first = EvaluationWorker(name="first", device="cpu", pool_size=1, rekick_seconds=0)
+    first = EvaluationWorker(name="first", device="cpu", pool_size=0, rekick_seconds=0)
     assert first.run(once=True) == 0  # its run was stopped, and it recorded nothing
     stopped_after = time.monotonic() - taken["at"]
     thief.join(5)

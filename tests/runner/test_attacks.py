@@ -280,8 +280,8 @@ def test_open_files_past_the_limit_are_named_and_the_host_table_is_spared(host, 
 
 @pytest.mark.slow
 def test_cpu_time_past_the_limit_is_named(host, monkeypatch):
-    monkeypatch.setenv("KERNELLAB_SANDBOX_CPU_S", "20")  # warm-up takes a few CPU seconds of it
+    monkeypatch.setenv("KERNELLAB_SANDBOX_CPU_S", "12")  # warm-up takes a few CPU seconds of it
     with runner.Pool(device="cpu", size=0) as own:
         result = own.validate(attack_source("cpu_time", host), seed=0)
     assert result["status"] == "invalid"
-    assert "CPU time limit (20 s)" in result["reason"], result["reason"]
+    assert "CPU time limit (12 s)" in result["reason"], result["reason"]

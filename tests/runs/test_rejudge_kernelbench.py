@@ -40,7 +40,7 @@ def test_a_kernelbench_runs_folder_is_judged_as_one_run_and_exported(monkeypatch
     out = io.StringIO()
     call_command("rejudge", str(folder), "--suite", "KB", stdout=out)
     assert "Run “model_x”" in out.getvalue() and "6 queued, 0 unmatched, 0 refused, of 6 files." in out.getvalue()
-    worker = EvaluationWorker(name="rejudge-cpu", device="cpu", pool_size=2, rekick_seconds=0, jobs_in_flight=1)
+    worker = EvaluationWorker(name="rejudge-cpu", device="cpu", pool_size=0, rekick_seconds=0, jobs_in_flight=1)
     assert worker.run(once=True) == 6
 
     run = Run.objects.get(name="model_x")
@@ -96,7 +96,7 @@ def test_a_run_judged_by_kernelbenchs_rule_uses_the_runners_verdicts(monkeypatch
     call_command("rejudge", str(folder), "--suite", "KB", "--name", "by KernelLab", stdout=io.StringIO())
     call_command("rejudge", str(folder), "--suite", "KB", "--name", "by KernelBench", "--mode", "kernelbench",
                  stdout=io.StringIO())
-    worker = EvaluationWorker(name="rule-cpu", device="cpu", pool_size=2, rekick_seconds=0, jobs_in_flight=1)
+    worker = EvaluationWorker(name="rule-cpu", device="cpu", pool_size=0, rekick_seconds=0, jobs_in_flight=1)
     assert worker.run(once=True) == 4
 
     kernellab, kernelbench_run = Run.objects.get(name="by KernelLab"), Run.objects.get(name="by KernelBench")

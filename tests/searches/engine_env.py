@@ -26,7 +26,7 @@ def env_for(db_path: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "REDIS_URL", "SQLITE_PATH", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "Q_SYNC"}}
     env.update(DJANGO_SETTINGS_MODULE="kernellab.settings", SQLITE_PATH=str(db_path), PYTHONUNBUFFERED="1",
-               Q_WORKERS="1", LOG_LEVEL="WARNING", RUNNER_POOL_SIZE="1")
+               Q_WORKERS="1", LOG_LEVEL="WARNING", RUNNER_POOL_SIZE="0")
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -22,7 +22,9 @@ class Command(BaseCommand):
                                  "where CUDA_VISIBLE_DEVICES names one). Restarting under the same name frees the "
                                  "jobs the previous run held; a second live evaluator under one name is refused.")
         parser.add_argument("--pool-size", type=int, default=None,
-                            help=f"warm sandboxes to keep (default: RUNNER_POOL_SIZE, now {settings.RUNNER_POOL_SIZE})")
+                            help="warm sandboxes to keep; 0 starts each job's own, which saves memory and idle CPU and "
+                                 f"costs each job a sandbox's start (default: RUNNER_POOL_SIZE, now "
+                                 f"{settings.RUNNER_POOL_SIZE})")
         parser.add_argument("--jobs-in-flight", type=int, default=None,
                             help="jobs run at once, building while one holds the device (default: "
                                  f"RUNNER_JOBS_IN_FLIGHT, now {settings.RUNNER_JOBS_IN_FLIGHT})")
@@ -39,9 +41,9 @@ class Command(BaseCommand):
         device = device or settings.RUNNER_DEVICE
         if device not in Device.values:
             raise CommandError(f"RUNNER_DEVICE={device!r} is not a device KernelLab knows: use cpu or cuda.")
-        pool_size = pool_size or settings.RUNNER_POOL_SIZE
-        if pool_size < 1:
-            raise CommandError("--pool-size must be at least 1.")
+        pool_size = settings.RUNNER_POOL_SIZE if pool_size is None else pool_size
+        if pool_size < 0:
+            raise CommandError("--pool-size must be 0 (no warm sandboxes) or more.")
         name = name.strip() or default_name(device)
         logging.getLogger("searches").setLevel(logging.INFO)
         in_flight = max(1, jobs_in_flight or settings.RUNNER_JOBS_IN_FLIGHT)

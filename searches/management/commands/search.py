@@ -53,7 +53,7 @@ class Command(BaseCommand):
         proposer = opts["proposer"] or next((name for name in registry.names(offline=False)
                                              if os.environ.get(capabilities(name).api_key)), CONFIG.proposer.default)
         worker = EvaluatorChild(name=default_name(device) + "-search", device=device,
-                                pool_size=opts["pool_size"] or settings.RUNNER_POOL_SIZE)
+                                pool_size=settings.RUNNER_POOL_SIZE if opts["pool_size"] is None else opts["pool_size"])
         try:
             check_name_free(worker.name)
         except NameInUse as error:
