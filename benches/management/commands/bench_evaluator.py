@@ -104,6 +104,6 @@ class Command(BaseCommand):
         if opts["no_cached_pass"]:
             arguments.append("--no-cached-pass")
         for name in ("problem", "jobs_in_flight", "pool_size", "json"):
-            if opts[name]:
+            if opts[name] not in ("", None):
                 arguments += [f"--{name.replace('_', '-')}", str(opts[name])]
         return rerun_on_database("bench_evaluator", arguments, opts["device"], opts["database"])
