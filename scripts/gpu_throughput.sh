@@ -8,7 +8,7 @@
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_throughput.sh
 #   SEARCHES (3: one playbook search runs out of ideas after ~13 candidates, too few for a steady
 #   state), CANDIDATES (40 per search), LOAD_INLINE (16), MAX_SECONDS (150, per window), JOBS_IN_FLIGHT,
-#   POOL_SIZE.
+#   POOL_SIZE, PROBLEM (a catalog key; the bench's default is softmax-4096x65536).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-throughput}
@@ -23,6 +23,7 @@ DATABASE_URL=$database "$PY" manage.py migrate --noinput -v 0 || exit 1
 knobs=(--database "$database")
 [ -n "${JOBS_IN_FLIGHT:-}" ] && knobs+=(--jobs-in-flight "$JOBS_IN_FLIGHT")
 [ -n "${POOL_SIZE:-}" ] && knobs+=(--pool-size "$POOL_SIZE")
+[ -n "${PROBLEM:-}" ] && knobs+=(--problem "$PROBLEM")
 
 status=0
 # The outer timeout is a backstop: --max-seconds closes each of the three windows itself.

@@ -186,7 +186,10 @@ def stack(tmp_path_factory):
         running.stop()
 
 
-@pytest.fixture(scope="session")
+# Per package, not per session: Playwright's sync API keeps an event loop running in the thread while
+# it is started, and Django refuses database calls there, so a database test the same process runs
+# after the browser tests would fail at setup.
+@pytest.fixture(scope="package")
 def chromium():
     path = chromium_path()
     if not path:
