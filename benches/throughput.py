@@ -138,6 +138,48 @@ def measure(*, searches: list[Search], wall_s: float, began_at, ended_at, settin
     }
 
 
+def by_problem(searches: list[Search], *, wall_s: float) -> dict:
+    """The evaluator over a run of many problems: each problem's candidates and the device time each held
+    (correctness, timing and truths), whose inverse is what one GPU could judge of that problem a minute
+    with nothing else to wait for; and the whole run's rate over its wall time."""
+    runs = (BenchmarkRun.objects.filter(kernel__search__in=searches).select_related("kernel__problem")
+            .order_by("kernel__problem__name", "id"))
+    grouped: dict[str, list] = {}
+    for run in runs:
+        grouped.setdefault(run.kernel.problem.name, []).append(run)
+    rows = []
+    for name, judged in grouped.items():
+        recorded = [(r.result or {}).get("phases") or {} for r in judged]
+        held = [sum(float(p.get(k) or 0.0) for k in DEVICE_HOLDING) for p in recorded if p.get("timing_s") is not None]
+        median_held = statistics.median(held) if held else None
+        rows.append({"problem": name, "judged": len(judged), "correct": sum(r.status == "correct" for r in judged),
+                     "device_s": _median(held), "ceiling_per_min": round(60 / median_held, 1) if median_held else None,
+                     **{label: _median([float(p[key]) for p in recorded if isinstance(p.get(key), (int, float))])
+                        for label, key in (("correctness_s", "correctness_s"), ("timing_s", "timing_s"),
+                                           ("truths_s", "truths_s"), ("compile_s", "build_s"))}})
+    total = sum(row["judged"] for row in rows)
+    return {"problems": rows, "judged": total, "wall_s": round(wall_s, 3),
+            "candidates_per_min": round(total / wall_s * 60, 2) if wall_s else None}
+
+
+def by_problem_table(report: dict) -> list[str]:
+    lines = [f"evaluator: {report['judged']} judged in {report['wall_s']:.1f} s, {report['candidates_per_min']} "
+             "candidates/min over the run; per problem, the device time each candidate held (correctness + timing "
+             "+ truths) and the candidates a minute that alone would allow",
+             f"{'problem':<44} {'judged':>6} {'correct':>7} {'device s':>8} {'ceiling/min':>11} {'corr s':>7} "
+             f"{'timing s':>8} {'truths s':>8} {'compile s':>9}"]
+    for row in report["problems"]:
+        cells = [row[k] for k in ("device_s", "ceiling_per_min", "correctness_s", "timing_s", "truths_s", "compile_s")]
+        shown = ["-" if v is None else f"{v:.3f}" if isinstance(v, float) and v < 100 else str(v) for v in cells]
+        lines.append(f"{row['problem'][:44]:<44} {row['judged']:>6} {row['correct']:>7} {shown[0]:>8} {shown[1]:>11} "
+                     f"{shown[2]:>7} {shown[3]:>8} {shown[4]:>8} {shown[5]:>9}")
+    return lines
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
 def _windows(run) -> tuple[float, float, float, float] | None:
     """(build start, build end, timing start, timing end) in epoch seconds, from the job's start and
     the run's phases (the few milliseconds of parent work before the sandbox are not counted)."""

@@ -47,7 +47,14 @@ def test_a_search_run_is_scored_against_the_baselines_its_searches_asked_for(tmp
         assert result["speedup_vs_more"]["max-autotune"] == pytest.approx(
             more["max-autotune"]["ms"] / result["timing"]["median_ms"])
 
-    [run] = json.loads(report.read_text())["runs"]
+    written = json.loads(report.read_text())
+    [run] = written["runs"]
+    # the evaluator, per problem: every candidate judged, the device time each held
+    [row] = written["evaluator"]["problems"]
+    judged = query(db, "select count(*) from searches_benchmarkrun")[0][0]
+    assert row["judged"] == written["evaluator"]["judged"] == judged and row["correct"] == len(results)
+    assert 0 < row["timing_s"] < row["device_s"] and row["ceiling_per_min"] == round(60 / row["device_s"], 1)
+    assert written["evaluator"]["candidates_per_min"] > 0
     assert run["baselines"] == ["eager", "compile", "max-autotune", "cudagraph"]
     scores = {(s["mode"], s["baseline"]): s for s in run["scores"]}
     assert set(scores) == {(mode, baseline) for mode in ("KernelLab", "KernelBench") for baseline in run["baselines"]}
@@ -62,3 +69,4 @@ def test_a_search_run_is_scored_against_the_baselines_its_searches_asked_for(tmp
     # the table of the same, on stdout
     assert "KernelBench  max-autotune     best of N" in done.stdout
     assert "not timed for some kernels: CUDA graphs need a CUDA device" in done.stdout
+    assert f"evaluator: {judged} judged in" in done.stdout, done.stdout[-2000:]

@@ -12,13 +12,14 @@ default and the run's own baselines (`run_scores --every`); --json writes the sa
 
 import io
 import time
+from json import dumps, loads
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from benches import search_run
+from benches import search_run, throughput
 from benches.harness import bench_worker
 from searches.models import Device, Problem, Suite
 
@@ -52,10 +53,14 @@ class Command(BaseCommand):
             for problem in problems:
                 if problem.validation_status != Problem.Validation.OK:
                     say(f"not validated: {problem.name}: {problem.validation_status} {problem.validation_reason}")
+            began = time.monotonic()
             run = search_run.start_and_drive(suite=target, name=name, knobs=[*knobs, f"device={device}"],
                                              user=user, worker=worker, deadline=deadline, say=say)
+            evaluator = throughput.by_problem([rs.search for rs in run.run_searches.select_related("search")],
+                                              wall_s=time.monotonic() - began)
         call_command("run_scores", str(run.code), "--every", stdout=self.stdout)
+        self.stdout.write("\n".join(["", *throughput.by_problem_table(evaluator)]))
         if json:
             scores = io.StringIO()
             call_command("run_scores", str(run.code), "--every", "--json", stdout=scores)
-            Path(json).write_text(scores.getvalue())
+            Path(json).write_text(dumps({**loads(scores.getvalue()), "evaluator": evaluator}, indent=1))
