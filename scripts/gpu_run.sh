@@ -6,8 +6,8 @@
 # validates them, `start_run proposer=playbook rounds=$ROUNDS baselines=$BASELINES` starts one search per
 # problem as one run, its searches are advanced until done or MAX_SECONDS, and `run_scores --every`
 # scores it. Writes under $OUT: run.json (every mode x baseline, and the evaluator per problem), run.txt
-# (the tables), run.err,
-# import.txt, gpu.txt and run.sqlite3 (the database, for `run_scores` or the run page later).
+# (the tables), run.err, import.txt, gpu.txt and run.sqlite3 (the database, for `run_scores` or the run
+# page later).
 #   on the H200 (from the repo root, .whl carried; one device call, under 10 minutes):
 #     OUT=/tmp/out scripts/gpu_run.sh
 #   on the CPU (the CPU catalog problems; CUDA graphs are skipped there with the reason, max-autotune is timed):
