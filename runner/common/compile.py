@@ -223,6 +223,11 @@ def first_errors(text: str, limit: int = 300, count: int = 2) -> str:
     return "; ".join(found) or first_line(text, limit)
 
 
+def last_line(text: str, limit: int = 300) -> str:
+    """The last non-empty line: a Python traceback's exception."""
+    return first_line("\n".join(reversed(text.splitlines())), limit)
+
+
 def first_line(text: str, limit: int = 300) -> str:
     for line in text.splitlines():
         if line.strip():

@@ -262,6 +262,7 @@ def _truths(sandbox, job: dict, timeout: float, pairing):
 def _candidate_verdict(result: dict, outcome, sandbox, built_only: bool = False) -> None:
     """What the candidate's sandbox said, where believable: its own failures are; a `correct` here
     only means that the trusted judge is to decide, from the outputs in `exchange`."""
+    started(outcome)
     result["exchange"] = None
     if outcome.result is None:
         result.update(status=outcome.status, reason=outcome.reason,
@@ -433,7 +434,7 @@ def health_check(pool) -> None:
     """After a fault on the GPU: a fresh sandbox must compute correctly before the next
     candidate runs there."""
     for _ in range(2):
-        outcome, _ = _run(pool, {"job": "health", "device": pool.device}, 60.0)
+        outcome = pool.take().run({"job": "health", "device": pool.device}, 60.0)  # not starting fails it too
         try:
             if outcome.result is not None and schema.health(outcome.result)["status"] == "ok":
                 return
@@ -448,7 +449,15 @@ def health_check(pool) -> None:
 def _run(pool, job: dict, timeout: float, on_phase=None):
     sandbox = pool.take()
     outcome = sandbox.run(job, timeout, on_phase=on_phase)
+    started(outcome)
     return outcome, sandbox
+
+
+def started(outcome) -> None:
+    """A sandbox that never got warm ran nothing of the job: the host's failure (memory, the device, a
+    broken install), never a verdict on the problem or the kernel, so the job is run again elsewhere."""
+    if not outcome.started:
+        raise RunnerError(f"a sandbox could not start, so nothing was run: {outcome.reason}")
 
 
 def environment_of(sandbox, pool) -> dict:

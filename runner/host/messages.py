@@ -19,9 +19,10 @@ from .devicelock import DeviceLock, timing_cpus
 class SandboxOutcome:
     """What came back from one run: the verdict dict, or why there is none."""
 
-    def __init__(self, result=None, status=None, reason="", stdout="", stderr="", seconds=0.0):
+    def __init__(self, result=None, status=None, reason="", stdout="", stderr="", seconds=0.0, started=True):
         self.result, self.status, self.reason = result, status, reason
         self.stdout, self.stderr, self.seconds = stdout, stderr, seconds
+        self.started = started  # False: the sandbox never got warm, so no job's code ran in it
 
 
 class Job:

@@ -150,7 +150,7 @@ class Pool:
                     sandbox.discard()
                 return self.environment
             sandbox.discard()
-        raise RunnerError(f"no sandbox could start on {self.device}: {compiling.first_line(sandbox.stderr[-2000:])}")
+        raise RunnerError(f"no sandbox could start on {self.device}: {compiling.last_line(sandbox.stderr[-2000:])}")
 
     def validate(self, problem_source: str, *, device: str | None = None, timeout: float = 300.0,
                  seed: int | None = None, more_baselines=()) -> dict:

@@ -365,14 +365,14 @@ class Sandbox:
             status, reason = "runtime_error", (f"the kernel printed more than {OUTPUT_LIMIT // (1024 * 1024)} MB "
                                                "to stdout/stderr; output is limited and the run was stopped")
         elif warm_up:
-            status, reason = "crashed", f"the sandbox did not start: {compiling.first_line(self.stderr[-2000:])}"
+            status, reason = "crashed", f"the sandbox did not start: {compiling.last_line(self.stderr[-2000:])}"
         else:
             status, reason = classify_exit(code, self.stderr)
         limited = self.limit_hit(status, reason, code)
         if limited and not timed_out and self.gpu_exceeded_mb is None and not self.output_exceeded:
             status, reason = limited
         return SandboxOutcome(status=status, reason=reason, stdout=self.stdout, stderr=self.stderr,
-                              seconds=seconds)
+                              seconds=seconds, started=not warm_up)
 
     def limit_hit(self, status: str, reason: str, code: int | None = 0, log: str = ""):
         """(status, reason) naming the limit that ended or failed this run, else None. `code`

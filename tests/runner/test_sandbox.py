@@ -39,3 +39,17 @@ def test_a_message_is_refused_by_depth_outside_strings_and_by_length():
     assert "longer than 1 MB" in schema.message(b"0" * (1024 * 1024 + 1), 1024 * 1024)["why"]
     assert schema.message(b"not json\n", 1024) is None
     assert schema.message(b'"\\' * 500_000, 4 * 1024 * 1024) is None  # an unterminated string: linear, noise
+
+
+def test_a_sandbox_that_cannot_start_is_the_hosts_failure_never_a_verdict(monkeypatch, runner_settings):
+    """Too little memory to import torch: nothing of the problem or the kernel ran, so neither is blamed; the
+    error names the cause, for the worker to log and run the job again."""
+    import runner
+
+    with runner.Pool(device="cpu", size=0) as pool:
+        assert pool.validate(sources.SILU_PROBLEM)["status"] == "ok"
+        monkeypatch.setenv("KERNELLAB_SANDBOX_MEMORY_MB", "100")
+        with pytest.raises(runner.RunnerError, match="a sandbox could not start, so nothing was run: .*memory limit"):
+            pool.validate(sources.SILU_PROBLEM)
+        with pytest.raises(runner.RunnerError, match="a sandbox could not start, so nothing was run: .*memory limit"):
+            pool.evaluate(sources.SILU_PROBLEM, sources.SILU_KERNEL, seed=5)
