@@ -169,8 +169,8 @@ def by_problem_table(report: dict) -> list[str]:
              f"{'problem':<44} {'judged':>6} {'correct':>7} {'device s':>8} {'ceiling/min':>11} {'corr s':>7} "
              f"{'timing s':>8} {'truths s':>8} {'compile s':>9}"]
     for row in report["problems"]:
-        cells = [row[k] for k in ("device_s", "ceiling_per_min", "correctness_s", "timing_s", "truths_s", "compile_s")]
-        shown = ["-" if v is None else f"{v:.3f}" if isinstance(v, float) and v < 100 else str(v) for v in cells]
+        shown = ["-" if row[k] is None else f"{row[k]:.1f}" if k == "ceiling_per_min" else f"{row[k]:.3f}"
+                 for k in ("device_s", "ceiling_per_min", "correctness_s", "timing_s", "truths_s", "compile_s")]
         lines.append(f"{row['problem'][:44]:<44} {row['judged']:>6} {row['correct']:>7} {shown[0]:>8} {shown[1]:>11} "
                      f"{shown[2]:>7} {shown[3]:>8} {shown[4]:>8} {shown[5]:>9}")
     return lines
