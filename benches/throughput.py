@@ -152,11 +152,12 @@ def by_problem(searches: list[Search], *, wall_s: float) -> dict:
         recorded = [(r.result or {}).get("phases") or {} for r in judged]
         held = [sum(float(p.get(k) or 0.0) for k in DEVICE_HOLDING) for p in recorded if p.get("timing_s") is not None]
         median_held = statistics.median(held) if held else None
+        medians = {label: _stats([float(p[key]) for p in recorded if isinstance(p.get(key), (int, float))])["median_s"]
+                   for label, key in (("correctness_s", "correctness_s"), ("timing_s", "timing_s"),
+                                      ("truths_s", "truths_s"), ("compile_s", "build_s"))}
         rows.append({"problem": name, "judged": len(judged), "correct": sum(r.status == "correct" for r in judged),
-                     "device_s": _median(held), "ceiling_per_min": round(60 / median_held, 1) if median_held else None,
-                     **{label: _median([float(p[key]) for p in recorded if isinstance(p.get(key), (int, float))])
-                        for label, key in (("correctness_s", "correctness_s"), ("timing_s", "timing_s"),
-                                           ("truths_s", "truths_s"), ("compile_s", "build_s"))}})
+                     "device_s": _stats(held)["median_s"],
+                     "ceiling_per_min": round(60 / median_held, 1) if median_held else None, **medians})
     total = sum(row["judged"] for row in rows)
     return {"problems": rows, "judged": total, "wall_s": round(wall_s, 3),
             "candidates_per_min": round(total / wall_s * 60, 2) if wall_s else None}
@@ -174,10 +175,6 @@ def by_problem_table(report: dict) -> list[str]:
         lines.append(f"{row['problem'][:44]:<44} {row['judged']:>6} {row['correct']:>7} {shown[0]:>8} {shown[1]:>11} "
                      f"{shown[2]:>7} {shown[3]:>8} {shown[4]:>8} {shown[5]:>9}")
     return lines
-
-
-def _median(values: list[float]) -> float | None:
-    return round(statistics.median(values), 4) if values else None
 
 
 def _windows(run) -> tuple[float, float, float, float] | None:
