@@ -223,9 +223,16 @@ def first_errors(text: str, limit: int = 300, count: int = 2) -> str:
     return "; ".join(found) or first_line(text, limit)
 
 
+# PyTorch's advice under every CUDA error (c10/cuda/CUDAException.cpp), never the error itself
+_CUDA_HINTS = ("CUDA kernel errors might be asynchronously reported", "For debugging consider passing CUDA_LAUNCH_BLOCKING",
+               "Compile with `TORCH_USE_CUDA_DSA`", "Device-side assertion tracking was not enabled",
+               "Search for `cuda")
+
+
 def last_line(text: str, limit: int = 300) -> str:
-    """The last non-empty line: a Python traceback's exception."""
-    return first_line("\n".join(reversed(text.splitlines())), limit)
+    """The last non-empty line that is not PyTorch's CUDA advice: a Python traceback's exception."""
+    lines = [line for line in text.splitlines() if not line.strip().startswith(_CUDA_HINTS)]
+    return first_line("\n".join(reversed(lines)), limit)
 
 
 def first_line(text: str, limit: int = 300) -> str:

@@ -45,11 +45,41 @@ class Rejected(Exception):
 
 # --- correctness -------------------------------------------------------------------------
 
+# Elements compared at once: float64 temporaries of 128 MB each. Whole, a 6 GB output's float64 copy,
+# difference and ratio took 60 GB beside the candidate's on an 80 GB GPU (docs/BENCHMARKS.md, 2026-12-07).
+COMPARE_CHUNK = 1 << 24
+
+
+def slices(*tensors: torch.Tensor):
+    """Aligned views of tensors of one shape, at most COMPARE_CHUNK elements each, along the
+    leading dimensions (never a copy); the tensors whole where they are small or their shapes differ."""
+    first = tensors[0]
+    if first.dim() == 0 or first.numel() <= COMPARE_CHUNK or any(t.shape != first.shape for t in tensors):
+        yield tensors
+        return
+    per_row = first[0].numel()
+    if per_row > COMPARE_CHUNK:
+        for i in range(first.shape[0]):
+            yield from slices(*(t[i] for t in tensors))
+        return
+    rows = COMPARE_CHUNK // per_row
+    for start in range(0, first.shape[0], rows):
+        yield tuple(t[start:start + rows] for t in tensors)
+
+
 def err_ratio(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
-    """(err, max_abs_err) of x against truth, both computed in float64.
+    """(err, max_abs_err) of x against truth, both computed in float64, a slice at a time.
     Non-finite truth must be matched exactly (same kind); anything else there is err=inf."""
-    x64 = x.detach().to(torch.float64)
-    t64 = truth.detach().to(torch.float64)
+    worst, worst_abs = 0.0, 0.0
+    for xs, ts in slices(x.detach(), truth.detach()):
+        err, abs_err = _err_ratio(xs.to(torch.float64), ts.to(torch.float64), atol, rtol)
+        worst, worst_abs = max(worst, err), max(worst_abs, abs_err)
+        if worst_abs == math.inf and worst == math.inf:
+            break
+    return worst, worst_abs
+
+
+def _err_ratio(x64: torch.Tensor, t64: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
     if not bool(_isfinite(t64).all()):
         return _err_with_non_finite_truth(x64, t64, atol, rtol)
     diff = _abs(x64 - t64)  # NaN where x is NaN, inf where x is inf
@@ -70,7 +100,7 @@ def _err_with_non_finite_truth(x64, t64, atol, rtol) -> tuple[float, float]:
         return math.inf, math.inf
     if not bool(finite.any()):
         return 0.0, 0.0
-    return err_ratio(x64[finite], t64[finite], atol, rtol)
+    return _err_ratio(x64[finite], t64[finite], atol, rtol)
 
 
 def compare(outputs: list, truths: list, atol: float, rtol: float) -> tuple[float, float]:
@@ -181,10 +211,14 @@ def mismatch(out: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, *
     """What is wrong in one output, for the kernel's author: how many elements are outside the tolerance,
     NaN or infinite, and (`whole`: the entire output, not a sample whose positions must stay unsaid)
     where: the last columns or rows when the wrong ones all sit there (an unwritten tail)."""
-    x, t = out.detach().to(torch.float64).reshape(-1), truth.detach().to(torch.float64).reshape(-1)
-    bad = ~torch.isclose(x, t, rtol=rtol, atol=atol, equal_nan=True)
-    found = {"wrong": int(bad.sum()), "total": int(bad.numel()), "nan": int(_isnan(x).sum()),
-             "inf": int(torch.isinf(x).sum()), "pattern": None}
+    bad = torch.empty(out.shape, dtype=torch.bool, device=out.device)
+    found = {"wrong": 0, "total": int(bad.numel()), "nan": 0, "inf": 0, "pattern": None}
+    for xs, ts, wrong in slices(out.detach(), truth.detach(), bad):  # float64 a slice at a time, as err_ratio
+        x, t = xs.to(torch.float64), ts.to(torch.float64)
+        wrong.copy_(~torch.isclose(x, t, rtol=rtol, atol=atol, equal_nan=True))
+        found["nan"] += int(_isnan(x).sum())
+        found["inf"] += int(torch.isinf(x).sum())
+    found["wrong"] = int(bad.sum())
     if whole and found["wrong"] and out.dim() >= 2:
         grid = bad.reshape(-1, out.shape[-1])
         found["pattern"] = _tail(grid.any(0), "column") or _tail(grid.any(1), "row")

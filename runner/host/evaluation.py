@@ -33,6 +33,7 @@ NOISY_QUARANTINE = "timed on a disturbed device"
 FAULTS = ("runtime_error", "crashed", "timeout", "oom")
 OOM_ATTEMPTS = 3  # a validation out of device memory is run again this many times in all
 OOM_PAUSE_S = 2.0  # between them: time for whoever holds the memory to let go
+EARLY_SHARE = 0.5  # of a GPU's free memory, for the validations' work before their device wait, all together
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -43,12 +44,16 @@ def validate(pool, problem_source: str, *, device: str = "cpu", timeout: float =
     check_device(device)
     seed, more = _seed(seed), baselines.extra(more_baselines)
     job = {"job": "validate", "device": device, "seed": seed, "problem_source": problem_source,
-           "compile_baseline": _compile_baseline(), "more_baselines": list(more)}
+           "compile_baseline": _compile_baseline(), "more_baselines": list(more),
+           # the device memory its work before the device wait may take (validation.fits_before_device):
+           # half of what is free over the pool's sandboxes, each of which may be doing the same
+           "early_share": EARLY_SHARE / max(1, getattr(pool, "size", 1))}
     for attempt in range(1, OOM_ATTEMPTS + 1):
         result = _validate_once(pool, job, problem_source, device, timeout, more)
         if result["status"] != "oom":
             return result
         if attempt < OOM_ATTEMPTS:
+            job["alone"] = True  # all of its device work holding the device from now on
             time.sleep(OOM_PAUSE_S * attempt)
     raise DeviceBusy(f"the device ran out of memory validating the problem {OOM_ATTEMPTS} times "
                      f"({result['reason']}); other work may hold its memory: the problem is not judged")

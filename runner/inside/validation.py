@@ -17,10 +17,15 @@ from . import problem as problems
 
 def run(job: dict, channel, env: dict) -> dict:
     device, seed = job["device"], job["seed"]
+    phases = {"device_wait_s": 0.0}
     try:
         module = problems.load_module(job["problem_source"], jobs.ROOT / "problem.py", "kernellab_problem")
         problems.check_problem_module(module)
         init = list(module.get_init_inputs())
+        if device == "cuda" and not fits_before_device(module, init, job):
+            mark = time.monotonic()
+            channel.request_device()  # too large to run beside the other jobs' early work: all of it holding the device
+            phases["device_wait_s"] = time.monotonic() - mark
         model = problems.build_model(module.Model, init, seed, device)
         inputs = problems.make_inputs(module, "get_inputs", seed, device)
         with torch.no_grad():
@@ -53,10 +58,10 @@ def run(job: dict, channel, env: dict) -> dict:
         return jobs.failed_problem(exc, "compiling the problem failed")
     del outputs
     # Baselines are timed as candidates are: holding the device, so no other candidate or
-    # baseline of this host runs there meanwhile.
-    phases, mark = {}, time.monotonic()
+    # baseline of this host runs there meanwhile (asked again when already held: answered at once).
+    mark = time.monotonic()
     channel.request_device()
-    phases["device_wait_s"] = time.monotonic() - mark
+    phases["device_wait_s"] += time.monotonic() - mark
     try:  # the extra baselines are built holding the device: max-autotune times its choices there, graphs run
         sets, _ = jobs.input_sets(module, device, seed)
         more = {kind: morebaselines.build(kind, model, inputs, sets, device) for kind in job.get("more_baselines") or []}
@@ -73,6 +78,37 @@ def run(job: dict, channel, env: dict) -> dict:
     return {"status": "ok", "reason": "", "outputs": described, "family": family, "flops": flops,
             "flops_upper_bound": upper, "min_bytes": min_bytes, "baseline": baseline, "environment": env,
             "phases": phases, "degenerate": degenerate_reason}
+
+
+def fits_before_device(module, init: list, job: dict) -> bool:
+    """Whether the work before the device wait (the forward, the degenerate check's float64 copy,
+    torch.compile's forward) fits this sandbox's `early_share` of the GPU memory free now (not of
+    its total: the warm sandboxes' contexts take 0.5-1.3 GB each). Every sandbox may do that work at once,
+    so a problem of gigabytes (KernelBench's level-1 elementwise inputs are 6 GB) does it holding
+    the device instead, as does a job to be run `alone` (it ran out of memory before) and a
+    problem whose size cannot be drawn on the meta device."""
+    if job.get("alone"):
+        return False
+    if not job.get("early_share"):
+        return True
+    needed = early_bytes(module, init)
+    return needed is not None and needed <= job["early_share"] * torch.cuda.mem_get_info()[0]
+
+
+def early_bytes(module, init: list) -> int | None:
+    """The device memory of the work before the device wait, drawn on the meta device (nothing
+    allocated, nothing run): the model, its inputs and outputs four times over (the fp32 forward
+    on a copy of its inputs, then the float64 copy's); None where the problem cannot run there (a
+    data-dependent branch, say)."""
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = module.Model(*init)
+            inputs = list(module.get_inputs())
+            outputs = problems.as_outputs(model(*inputs))
+        params = list(model.parameters()) + list(model.buffers())
+        return 4 * sum(problems.tensor_bytes(values) for values in (params, inputs, outputs))
+    except Exception:
+        return None
 
 
 def compile_model(model, inputs) -> tuple:

@@ -146,6 +146,57 @@ def test_an_oom_past_the_candidates_share_stays_its_own(cuda_pool):
     assert result["status"] == "oom", result
 
 
+# A degenerate problem (its output is all zeros) whose input and output are each 7% of the GPU's memory:
+# its work before the device wait (the forward, then the degenerate check's copies) peaks near half the GPU
+LARGE_ZEROS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 0.0
+
+
+N = int(torch.cuda.get_device_properties(0).total_memory * 0.07) // 4
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_validations_too_large_to_share_the_gpu_wait_for_it_before_touching_it(runner_settings):
+    """Three at once would need 150% of the device if each did that work before its device wait, as
+    small problems do; sized on the meta device, each waits first. None runs out of memory: not in
+    its forward (which would be retried: each validation's sandboxes are counted) nor in the
+    degenerate check (which would leave the problem unchecked)."""
+    import threading
+
+    import runner
+
+    results, taken = [None] * 3, []
+    with runner.Pool(device="cuda", size=6) as pool:
+        real_take = pool.take
+        pool.take = lambda: taken.append(1) or real_take()
+
+        def validate(i):  # distinct sources: none finds another's baseline in the cache
+            results[i] = pool.validate(LARGE_ZEROS + f"\n# copy {i}\n", seed=i)
+
+        threads = [threading.Thread(target=validate, args=(i,)) for i in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [r and r["status"] for r in results] == ["ok"] * 3, [r and r["reason"] for r in results]
+    assert len(taken) == 3, "a validation ran out of memory and was run again"
+    assert all("all zeros" in (r["degenerate"] or "") for r in results), [r["degenerate"] for r in results]
+
+
 def test_do_bench_reference_is_announced_so_its_clocks_are_read(cuda_pool):
     # the level-1 sweep's reference: measured again, or marked, when the GPU was held back
     sandbox = cuda_pool.take()

@@ -33,6 +33,45 @@ def test_an_exact_match_is_no_error_at_zero_tolerance():
                              verify.err_ratio(truth.clone(), truth, 0.0, 0.0)[0])
 
 
+def _compared(monkeypatch, chunk, x, t):
+    monkeypatch.setattr(verify, "COMPARE_CHUNK", chunk)
+    return verify.err_ratio(x, t, 1e-4, 1e-4), verify.mismatch(x, t, 1e-4, 1e-4, whole=True)
+
+
+@pytest.mark.parametrize("where", ["none", "nan", "inf", "matched_inf", "tail"])
+def test_a_slice_at_a_time_gives_the_whole_comparisons_answer(monkeypatch, where):
+    """Large outputs are compared in slices (float64 copies of 128 MB, not of the whole output):
+    every kind of answer is the one the whole comparison gives, on rows larger and smaller than a slice."""
+    torch.manual_seed(0)
+    for shape in [(37, 11, 5), (3, 101), (1, 1, 257)]:
+        t = torch.randn(shape, dtype=torch.float64)
+        x = (t + torch.randn(shape, dtype=torch.float64) * 1e-5).float()
+        flat_x, flat_t = x.view(-1), t.view(-1)
+        if where == "nan":
+            flat_x[flat_x.numel() // 2] = math.nan
+        elif where == "inf":
+            flat_x[-1] = math.inf
+        elif where == "matched_inf":
+            flat_t[7], flat_x[7] = -math.inf, -math.inf
+        elif where == "tail":
+            x[..., -1] += 1.0
+        whole = _compared(monkeypatch, 1 << 30, x, t)
+        sliced = _compared(monkeypatch, 16, x, t)
+        assert sliced == whole, (shape, where)
+        assert sliced[0] != (0.0, 0.0)
+    assert (whole[0][0] == math.inf) == (where in ("nan", "inf"))
+    if where == "tail":
+        assert whole[1]["pattern"] == "the last column" and whole[1]["wrong"] == 1
+
+
+def test_slices_are_views_in_order_of_at_most_a_chunk(monkeypatch):
+    monkeypatch.setattr(verify, "COMPARE_CHUNK", 16)
+    x = torch.arange(6 * 40.0).reshape(6, 40).t()  # not contiguous: slicing still copies nothing
+    parts = [p for (p,) in verify.slices(x)]
+    assert all(p.numel() <= 16 and p.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() for p in parts)
+    assert torch.equal(torch.cat([p.reshape(-1) for p in parts]), x.reshape(-1))
+
+
 def test_pass_rule_allows_twice_pytorchs_own_error():
     assert verify.passes(0.9, 0.0)
     assert verify.passes(3.0, 2.0)
@@ -93,3 +132,19 @@ def test_precision_detection_from_source():
     assert verify.detect_precision("__half2 h;", [], [torch.float32]) == "fp16"
     assert verify.detect_precision("__nv_bfloat16 b;", [], [torch.float32]) == "bf16"
     assert verify.detect_precision("__half h; __nv_bfloat16 b;", [], [torch.float32]) == "mixed"
+
+
+@pytest.mark.gpu
+def test_comparing_a_large_output_on_the_gpu_holds_no_float64_copy_of_it():
+    """A 1 GiB fp32 output against its float64 truth: the comparison's own temporaries stay within a
+    few slices (whole, they were several float64 copies of the output: 6 GB outputs ran an 80 GB GPU out)."""
+    truth = torch.randn(1 << 28, dtype=torch.float64, device="cuda")
+    out = truth.float()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    held = torch.cuda.memory_allocated()
+    err, _ = verify.err_ratio(out, truth, 1e-4, 1e-4)
+    found = verify.mismatch(out, truth, 1e-4, 1e-4, whole=True)
+    extra = torch.cuda.max_memory_allocated() - held
+    assert err < 1.0 and found["wrong"] == 0
+    assert extra < (1 << 30), f"the comparison took {extra / 2**20:.0f} MiB beside the output and its truth"
