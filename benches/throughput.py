@@ -147,15 +147,25 @@ def by_problem(searches: list[Search], *, wall_s: float) -> dict:
     grouped: dict[str, list] = {}
     for run in runs:
         grouped.setdefault(run.kernel.problem.name, []).append(run)
+    # jobs the evaluator handed back at least once (the device ran out of memory, a sandbox did not start)
+    retried: dict[str, list] = {}
+    for job in (EvaluationJob.objects.filter(search__in=searches).exclude(last_error="")
+                .select_related("problem").order_by("id")):
+        retried.setdefault(job.problem.name, []).append(job.last_error)
     rows = []
-    for name, judged in grouped.items():
+    for name in sorted(set(grouped) | set(retried)):
+        judged, errors = grouped.get(name, []), retried.get(name, [])
+        wrong = [r for r in judged if r.status != "correct"]
         recorded = [(r.result or {}).get("phases") or {} for r in judged]
         held = [sum(float(p.get(k) or 0.0) for k in DEVICE_HOLDING) for p in recorded if p.get("timing_s") is not None]
         median_held = statistics.median(held) if held else None
         medians = {label: _stats([float(p[key]) for p in recorded if isinstance(p.get(key), (int, float))])["median_s"]
                    for label, key in (("correctness_s", "correctness_s"), ("timing_s", "timing_s"),
                                       ("truths_s", "truths_s"), ("compile_s", "build_s"))}
-        rows.append({"problem": name, "judged": len(judged), "correct": sum(r.status == "correct" for r in judged),
+        rows.append({"problem": name, "judged": len(judged), "correct": len(judged) - len(wrong),
+                     "retried": len(errors), "last_retry": errors[-1] if errors else None,
+                     # why a problem has no correct kernel: its last verdict
+                     "why": f"{wrong[-1].status}: {wrong[-1].reason}" if wrong and len(wrong) == len(judged) else None,
                      "device_s": _stats(held)["median_s"],
                      "ceiling_per_min": round(60 / median_held, 1) if median_held else None, **medians})
     total = sum(row["judged"] for row in rows)
@@ -167,13 +177,18 @@ def by_problem_table(report: dict) -> list[str]:
     lines = [f"evaluator: {report['judged']} judged in {report['wall_s']:.1f} s, {report['candidates_per_min']} "
              "candidates/min over the run; per problem, the device time each candidate held (correctness + timing "
              "+ truths) and the candidates a minute that alone would allow",
-             f"{'problem':<44} {'judged':>6} {'correct':>7} {'device s':>8} {'ceiling/min':>11} {'corr s':>7} "
-             f"{'timing s':>8} {'truths s':>8} {'compile s':>9}"]
+             f"{'problem':<44} {'judged':>6} {'correct':>7} {'retried':>7} {'device s':>8} {'ceiling/min':>11} "
+             f"{'corr s':>7} {'timing s':>8} {'truths s':>8} {'compile s':>9}"]
     for row in report["problems"]:
         shown = ["-" if row[k] is None else f"{row[k]:.1f}" if k == "ceiling_per_min" else f"{row[k]:.3f}"
                  for k in ("device_s", "ceiling_per_min", "correctness_s", "timing_s", "truths_s", "compile_s")]
-        lines.append(f"{row['problem'][:44]:<44} {row['judged']:>6} {row['correct']:>7} {shown[0]:>8} {shown[1]:>11} "
-                     f"{shown[2]:>7} {shown[3]:>8} {shown[4]:>8} {shown[5]:>9}")
+        lines.append(f"{row['problem'][:44]:<44} {row['judged']:>6} {row['correct']:>7} {row['retried']:>7} "
+                     f"{shown[0]:>8} {shown[1]:>11} {shown[2]:>7} {shown[3]:>8} {shown[4]:>8} {shown[5]:>9}")
+    for row in report["problems"]:
+        if row["why"]:
+            lines.append(f"no correct kernel, {row['problem']}: {row['why'][:240]}")
+        if row["retried"]:
+            lines.append(f"handed back ({row['retried']} job(s)), {row['problem']}: {row['last_retry'][:240]}")
     return lines
 
 

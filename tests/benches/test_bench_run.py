@@ -53,6 +53,7 @@ def test_a_search_run_is_scored_against_the_baselines_its_searches_asked_for(tmp
     [row] = written["evaluator"]["problems"]
     judged = query(db, "select count(*) from searches_benchmarkrun")[0][0]
     assert row["judged"] == written["evaluator"]["judged"] == judged and row["correct"] == len(results)
+    assert row["retried"] == 0 and row["why"] is None  # nothing handed back; a correct kernel, so no "why"
     # the ceiling rounded to 0.1 from the unrounded median
     assert 0 < row["timing_s"] < row["device_s"]
     assert row["ceiling_per_min"] == pytest.approx(60 / row["device_s"], rel=1e-3, abs=0.06)
