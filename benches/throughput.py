@@ -141,7 +141,8 @@ def measure(*, searches: list[Search], wall_s: float, began_at, ended_at, settin
 def by_problem(searches: list[Search], *, wall_s: float) -> dict:
     """The evaluator over a run of many problems: each problem's candidates and the device time each held
     (correctness, timing and truths), whose inverse is what one GPU could judge of that problem a minute
-    with nothing else to wait for; and the whole run's rate over its wall time."""
+    with nothing else to wait for; a problem's last verdict where none is correct, and its jobs handed back
+    (retried); and the whole run's rate over its wall time."""
     runs = (BenchmarkRun.objects.filter(kernel__search__in=searches).select_related("kernel__problem")
             .order_by("kernel__problem__name", "id"))
     grouped: dict[str, list] = {}
