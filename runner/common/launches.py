@@ -2,7 +2,7 @@
 from any launcher (cupy, load_inline, Triton, CUTLASS/CuTe, cuBLAS/cuDNN through ctypes), read from
 CUPTI's activity records through torch.profiler's CUDA activity.
 
-The Python-level launch counter (verify.LaunchCounter) sees only the launchers it wraps; this sees
+The Python-level launch counter (LaunchCounter, below) sees only the launchers it wraps; this sees
 the kernels themselves. From them it decides, on the untimed calls only (profiling adds overhead):
 - a kernel of its own (without library calls): every kernel launched is the candidate's own,
   matched by name against the kernels its source defines (`__global__` functions, `@triton.jit` /
@@ -22,7 +22,10 @@ lazily, only on CUDA.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import re
+import sys
 
 from . import findings
 
@@ -218,3 +221,160 @@ class Launches:
             return None
         return decide(self.kernels, self.own, self.timed_stream, allow_library=allow_library, call=call,
                       returned_ns=self.returned_ns)
+
+
+class LaunchCounter:
+    """Counts calls into code the candidate compiled: cupy raw kernels, ctypes functions of
+    libraries under the sandbox's own directories, functions of extensions built there.
+    Installed before the candidate is imported."""
+
+    def __init__(self, own_dirs: list[str]):
+        self.own_dirs = [os.path.realpath(d) for d in own_dirs if d]
+        self.calls = 0
+        self.active = False
+        self.libraries: list[str] = []
+        self.launches = Launches("", "cpu")  # inert until watch()
+        self.built: dict = {}  # name -> cupy kernel launched, for its attributes (runner/inside/kernelattrs.py)
+
+    def watch(self, source: str, device: str) -> None:
+        """Driver-level accounting of the kernels each untimed call launches (runner/common/launches.py; CUDA only)."""
+        self.launches = Launches(source, device)
+
+    def owns(self, path: str | None) -> bool:
+        if not path or not isinstance(path, str) or "site-packages" in path or path.startswith("/usr/"):
+            return False
+        real = os.path.realpath(path)
+        return any(real.startswith(d + os.sep) for d in self.own_dirs)
+
+    def count(self):
+        if self.active:
+            self.calls += 1
+
+    def install(self) -> None:
+        self._install_ctypes()
+        if "cupy" in sys.modules:
+            self._install_cupy(sys.modules["cupy"])
+
+    def _install_ctypes(self) -> None:
+        counter = self
+        original_init = ctypes.CDLL.__init__
+
+        def init(dll, name, *args, **kwargs):
+            original_init(dll, name, *args, **kwargs)
+            if counter.owns(name if isinstance(name, str) else None):
+                counter.libraries.append(str(name))
+                base = dll._FuncPtr
+
+                class CountedFuncPtr(base):
+                    _flags_ = base._flags_
+                    _restype_ = base._restype_
+
+                    def __call__(self, *call_args):
+                        counter.count()
+                        return base.__call__(self, *call_args)
+
+                dll._FuncPtr = CountedFuncPtr
+
+        ctypes.CDLL.__init__ = init
+
+    def _install_cupy(self, cupy) -> None:
+        counter = self
+        raw_kernel, raw_module = cupy.RawKernel, cupy.RawModule
+
+        class CountedRawKernel(raw_kernel):
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                counter.built.setdefault(self.name, self)
+                return raw_kernel.__call__(self, *args, **kwargs)
+
+        class CountedFunction:
+            """Counts launches; attribute reads and writes (e.g. max_dynamic_shared_size_bytes
+            for opt-in shared memory) go to the real kernel."""
+
+            def __init__(self, function):
+                object.__setattr__(self, "_function", function)
+
+            def __call__(self, *args, **kwargs):
+                counter.count()
+                return self._function(*args, **kwargs)
+
+            def __getattr__(self, name):
+                return getattr(self._function, name)
+
+            def __setattr__(self, name, value):
+                setattr(self._function, name, value)
+
+        class CountedRawModule(raw_module):
+            def get_function(self, name):
+                function = raw_module.get_function(self, name)
+                counter.built.setdefault(name, function)
+                return CountedFunction(function)
+
+        cupy.RawKernel, cupy.RawModule = CountedRawKernel, CountedRawModule
+
+    def install_extension_hook(self) -> None:
+        """load/load_inline import the built extension without sys.modules; wrap its
+        functions as it comes back. Only when the kernel uses cpp_extension (importing it
+        costs time)."""
+        import torch.utils.cpp_extension as extension
+
+        original = extension._import_module_from_library
+        counter = self
+
+        def load(*args, **kwargs):
+            module = original(*args, **kwargs)
+            counter.wrap_module(module)
+            return module
+
+        extension._import_module_from_library = load
+
+    def wrap_extensions(self) -> None:
+        """Count calls into extension modules built under our directories and imported
+        the usual way."""
+        for module in list(sys.modules.values()):
+            if self.owns(getattr(module, "__file__", None)):
+                self.wrap_module(module)
+        if "triton" in sys.modules:
+            self.wrap_triton()
+
+    def wrap_triton(self) -> None:
+        """Count launches of Triton kernels defined in the candidate's own files: `kernel[grid](...)`
+        and autotuned kernels both end in JITFunction.run."""
+        try:
+            from triton.runtime.jit import JITFunction
+        except ImportError:
+            return
+        if getattr(JITFunction.run, "_kernellab_counted", False):
+            return
+        original, counter = JITFunction.run, self
+
+        def run(kernel, *args, **kwargs):
+            code = getattr(getattr(kernel, "fn", None), "__code__", None)
+            if counter.owns(getattr(code, "co_filename", None)):
+                counter.count()
+            return original(kernel, *args, **kwargs)
+
+        run._kernellab_counted = True
+        JITFunction.run = run
+
+    def wrap_module(self, module) -> None:
+        if getattr(module, "_kernellab_counted", False):
+            return
+        for attr in dir(module):
+            fn = getattr(module, attr)
+            if callable(fn) and type(fn).__name__ == "builtin_function_or_method":
+                setattr(module, attr, self._counted(fn))
+        try:
+            module._kernellab_counted = True
+        except AttributeError:
+            pass
+
+    def _counted(self, fn):
+        counter = self
+
+        def call(*args, **kwargs):
+            counter.count()
+            return fn(*args, **kwargs)
+
+        call.__name__ = getattr(fn, "__name__", "extension_function")
+        return call

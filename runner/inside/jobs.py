@@ -163,7 +163,7 @@ def _evaluate(job: dict, channel, result: dict, beats, writer: Writer) -> None:
     reference = problems.build_model(module.Model, init, seed, device)
 
     guarded = verify.snapshot(), globalstate.watched()
-    counter = verify.LaunchCounter([str(ROOT)])
+    counter = launches.LaunchCounter([str(ROOT)])
     counter.install()
     counter.watch(job["kernel_source"], device)  # judging: driver-level launch accounting (CUDA)
     if "cpp_extension" in job["kernel_source"]:

@@ -69,7 +69,7 @@ def _local(name: str, local: dict):
 
 
 def cupy_local_bytes(built: dict) -> dict:
-    """Local memory per thread of the cupy kernels launched (verify.LaunchCounter keeps them)."""
+    """Local memory per thread of the cupy kernels launched (launches.LaunchCounter keeps them)."""
     found = {}
     for name, function in built.items():
         try:

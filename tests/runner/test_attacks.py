@@ -163,10 +163,10 @@ def test_static_evasion_through_the_command_line(tmp_path):
 RECORDED_CALLS = r'''
 import sys, torch
 from pathlib import Path
-from runner.common import verify
+from runner.common import launches
 from runner.inside import jobs
 from runner.inside.problem import load_module
-counter = verify.LaunchCounter([sys.argv[2]])
+counter = launches.LaunchCounter([sys.argv[2]])
 counter.install()
 kernel = load_module(open(sys.argv[1]).read(), Path(sys.argv[2]) / "kernel_copy.py", "kernellab_kernel")
 new, state, x = kernel.ModelNew(), {"first": True, "ops": []}, torch.randn(8, 64)
