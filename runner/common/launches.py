@@ -237,7 +237,7 @@ class LaunchCounter:
         self.built: dict = {}  # name -> cupy kernel launched, for its attributes (runner/inside/kernelattrs.py)
 
     def watch(self, source: str, device: str) -> None:
-        """Driver-level accounting of the kernels each untimed call launches (runner/common/launches.py; CUDA only)."""
+        """Driver-level accounting of the kernels each untimed call launches (Launches, above; CUDA only)."""
         self.launches = Launches(source, device)
 
     def owns(self, path: str | None) -> bool:
