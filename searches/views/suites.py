@@ -60,8 +60,11 @@ def suite_context(suite: Suite, *, share_token: str = "", outcome: str = "") -> 
     else:
         page_url = reverse("suite_detail", kwargs={"code": suite.code})
         exports = {fmt: reverse(f"suite_{fmt}", kwargs={"code": suite.code}) for fmt in ("json", "csv")}
+    # Progress before scores: the page stops fetching once nothing is in progress, so a verdict recorded
+    # between the two reads must leave the page busy, never idle with that kernel missing from its scores.
+    progress = selectors.suite_progress(suite)
     return {"suite": suite, "members": selectors.suite_members(suite), "scores": selectors.suite_scores(suite),
-            "search_counts": selectors.suite_search_counts(suite), "progress": selectors.suite_progress(suite),
+            "search_counts": selectors.suite_search_counts(suite), "progress": progress,
             "live_url": page_url + "?fragment=1" + (f"&outcome={outcome}" if outcome else ""), "page_url": page_url,
             "outcome": outcome, "exports": exports, "shared": shared, "share_token": share_token}
 

@@ -1,12 +1,14 @@
 """One search configuration started over a whole suite: a search per problem with its own
 budget, refusals named per problem, one request against the rate limit."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from evaluation.models import EvaluationJob
-from searches import services
-from searches.models import Search, Suite, SuiteProblem
+from searches import selectors, services
+from searches.models import Kernel, Search, Suite, SuiteProblem
 from tests.searches import dashboard_data as d
 
 from .problem_samples import SOFTMAX
@@ -69,6 +71,28 @@ def test_the_suite_page_says_what_is_in_progress_and_serves_its_moving_part(clie
     html = fragment.content.decode()
     assert fragment["Cache-Control"] == "no-store" and "<html" not in html
     assert "In progress: 1 validation and 1 kernel waiting or running, 2 searches queued or running." in html
+
+
+@pytest.mark.parametrize("lands_after", ["suite_progress", "suite_scores"])
+def test_a_verdict_landing_while_the_moving_part_is_drawn_never_stops_the_page_short(client, suite, monkeypatch,
+                                                                                      lands_after):
+    """The page stops fetching once its moving part says nothing is in progress, so that part must show
+    every verdict already: a verdict recorded between its reads leaves it either busy or counted."""
+    client.force_login(d.user())
+    first, second = (m.problem for m in suite.members.order_by("number")[:2])
+    d.kernel(problem=first)
+    waiting = d.kernel(problem=second, status="pending", run=False)
+    read = getattr(selectors, lands_after)
+
+    def read_then_verdict(*args, **kwargs):
+        answer = read(*args, **kwargs)
+        Kernel.objects.filter(pk=waiting.pk).update(status="correct", device_name="NVIDIA H200", median_ms=0.5,
+                                                     speedup_vs_eager=2.0, speedup_vs_compile=1.6)
+        return answer
+
+    monkeypatch.setattr(selectors, lands_after, read_then_verdict)
+    html = client.get(reverse("suite_detail", args=[suite.code]) + "?fragment=1").content.decode()
+    assert 'id="suite-progress"' in html or re.search(r"Correct <a [^>]*>2</a>", html), html
 
 
 def test_search_every_problem_counts_every_search_against_the_cap(client, suite, settings):
