@@ -236,9 +236,9 @@ class AnthropicProposer(Proposer):
         while True:
             if self.closed:
                 raise ProposerError("the call was abandoned: its search stopped")
-            self.gate.wait()
+            self.gate.wait(lambda: self.closed)
             try:
-                with self.gate.slot():
+                with self.gate.slot(lambda: self.closed):
                     # Streamed: long replies keep the connection busy, and the first event tells the
                     # caller the prompt is read (its cache written) before the reply is done.
                     with self.client.messages.stream(**request) as stream:

@@ -32,14 +32,15 @@ class Gate:
     """Admission of one API key's calls, shared by every caller of the key (the engine's is in the
     database: searches/engine/gate.py). This one admits everything: a proposer used on its own."""
 
-    def slot(self):
-        """A context manager holding one of the key's in-flight places for a call."""
+    def slot(self, stopped=lambda: False):
+        """A context manager holding one of the key's in-flight places for a call. While it waits for one,
+        `stopped()` true (the caller was abandoned) ends the wait with a ProposerError."""
         from contextlib import nullcontext
 
         return nullcontext()
 
-    def wait(self) -> None:
-        """Return once the key is not paused."""
+    def wait(self, stopped=lambda: False) -> None:
+        """Return once the key is not paused; while it waits, `stopped()` true ends it with a ProposerError."""
 
     def pause(self, seconds: float) -> None:
         """The API said to wait (429, 529 with retry-after): every caller of the key waits (here the one)."""

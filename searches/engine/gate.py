@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from proposers.base import Gate
+from proposers.base import Gate, ProposerError
 from searches.models import ApiKeyState
 
 WAIT_STEP_S = 0.25  # how often a waiting caller looks again
@@ -43,12 +43,12 @@ class DatabaseGate(Gate):
         self._places_made = True
 
     @contextlib.contextmanager
-    def slot(self):
+    def slot(self, stopped=lambda: False):
         holder = uuid.uuid4().hex
         if not self._places_made:
             self._make_places()
         while True:
-            self.wait()
+            self.wait(stopped)
             now = timezone.now()
             free = Q(holder="") | Q(held_until__lt=now)
             for slot in range(self.places):
@@ -62,8 +62,10 @@ class DatabaseGate(Gate):
                     return
             time.sleep(WAIT_STEP_S)
 
-    def wait(self) -> None:
+    def wait(self, stopped=lambda: False) -> None:
         while True:
+            if stopped():  # an abandoned call neither waits on nor takes a place from the key's live callers
+                raise ProposerError("the call was abandoned: its search stopped")
             until = (ApiKeyState.objects.filter(key=self.key, slot=0).values_list("paused_until", flat=True)
                      .first())
             left = (until - timezone.now()).total_seconds() if until else 0

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from proposers.base import ProposerError
 from searches.engine import gate, loop
 from searches.models import Idea, Kernel, ProposerCall, Search
 from tests.fakes.anthropic_server import Behaviour
@@ -104,6 +105,27 @@ def test_the_keys_places_are_shared_by_separate_gates(settings, monkeypatch):
     assert most[0] == 2
 
 
+def test_a_caller_waiting_for_a_place_gives_up_once_stopped_and_takes_none(settings):
+    settings.ANTHROPIC_KEY_PARALLEL_CALLS = 1
+    held, waiter = gate.DatabaseGate("sk-ant-busy"), gate.DatabaseGate("sk-ant-busy")
+    stop, outcome = threading.Event(), []
+
+    def wait_for_a_place():
+        try:
+            with waiter.slot(stop.is_set):
+                outcome.append("took a place")
+        except ProposerError as exc:
+            outcome.append(str(exc))
+
+    with held.slot():
+        thread = threading.Thread(target=wait_for_a_place)
+        thread.start()
+        time.sleep(0.5)
+        stop.set()
+        thread.join(timeout=5)
+        assert outcome == ["the call was abandoned: its search stopped"]
+
+
 def test_a_budget_reached_with_calls_in_flight_stops_within_the_reserve(problem, fake, settings):
     settings.SEARCH_PARALLEL_CALLS = 8
     fake.latency = lambda seen: 0.1
@@ -134,6 +156,25 @@ def test_cancelling_abandons_the_calls_in_flight(problem, fake, settings):
     abandoned = ProposerCall.objects.filter(search=search, purpose="kernel", ok=False)
     assert abandoned.count() == 4 and "abandoned" in abandoned.first().error
     assert Idea.objects.filter(search=search, round=1).count() == 2
+
+
+def test_calls_waiting_on_a_paused_key_end_when_their_search_is_cancelled(problem, fake, settings):
+    """A call waiting for the key (a retry-after pause) when its search stops ends with it, instead of
+    polling the database until the pause is over and then taking a place from the key's live callers."""
+    settings.SEARCH_PARALLEL_CALLS = 4
+    search = start(problem, ideas_per_parent=2, kernels_per_idea=2, repair_attempts=0)
+    loop.advance(search.id)
+    judge()
+    gate.for_environment().pause(120)
+    threading.Timer(1.0, lambda: Search.objects.filter(pk=search.id).update(status=Search.Status.CANCELLED)).start()
+    loop.advance(search.id)
+    waiting = lambda: [t for t in threading.enumerate() if t.name.startswith(f"search-{search.id}")]  # noqa: E731
+    deadline = time.monotonic() + 5
+    while waiting() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert waiting() == []
+    assert ProposerCall.objects.filter(search=search, purpose="ideas", ok=False).count() == 1
+    assert len(fake.requests) == 1  # the starting kernel's; nothing was sent for the cancelled round
 
 
 def test_a_steps_own_model_sends_its_first_call_of_the_round_alone(problem, fake, settings):
