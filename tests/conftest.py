@@ -10,9 +10,12 @@ checkout's var/, and without the torch.compile baseline (~20 s a problem on a CP
 for `compile_baseline`. Runner-using tests share one warm pool per device (`cpu_pool`, `cuda_pool`).
 """
 
+import faulthandler
 import os
 import shutil
 import socket
+import sys
+import threading
 
 import pytest
 
@@ -143,3 +146,11 @@ def require_chromium():
     if not path:
         service_missing("Chromium", "install Debian's chromium package (apt-get install chromium)")
     return path
+
+
+def pytest_unconfigure(config):
+    """A run still alive a minute after its summary prints every thread's stack: a thread left running
+    (a call abandoned mid-wait, a pool never closed) keeps the interpreter from exiting, and CI's time with it."""
+    timer = threading.Timer(60, faulthandler.dump_traceback, kwargs={"file": sys.stderr, "all_threads": True})
+    timer.daemon = True
+    timer.start()
