@@ -213,9 +213,10 @@ def mismatch(out: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, *
     for xs, ts, wrong in slices(out.detach(), truth.detach(), bad):  # float64 a slice at a time, as err_ratio
         x, t = xs.to(torch.float64), ts.to(torch.float64)
         wrong.copy_(~torch.isclose(x, t, rtol=rtol, atol=atol, equal_nan=True))
+        # counted a slice at a time: a bool tensor's sum first copies it whole as int64 (8 bytes an element)
+        found["wrong"] += int(wrong.sum())
         found["nan"] += int(_isnan(x).sum())
         found["inf"] += int(torch.isinf(x).sum())
-    found["wrong"] = int(bad.sum())
     if whole and found["wrong"] and out.dim() >= 2:
         grid = bad.reshape(-1, out.shape[-1])
         found["pattern"] = _tail(grid.any(0), "column") or _tail(grid.any(1), "row")
