@@ -10,6 +10,7 @@ import statistics
 import time
 from pathlib import Path
 
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.models import EvaluationJob
@@ -150,8 +151,9 @@ def by_problem(searches: list[Search], *, wall_s: float) -> dict:
         grouped.setdefault(run.kernel.problem.name, []).append(run)
     # jobs the evaluator handed back at least once (the device ran out of memory, a sandbox did not start)
     retried: dict[str, list] = {}
-    for job in (EvaluationJob.objects.filter(search__in=searches).exclude(last_error="")
-                .select_related("problem").order_by("id")):
+    # a candidate's job reaches its search through its kernel; only a tool run's names the search itself
+    jobs = EvaluationJob.objects.filter(Q(kernel__search__in=searches) | Q(search__in=searches))
+    for job in jobs.exclude(last_error="").select_related("problem").order_by("id"):
         retried.setdefault(job.problem.name, []).append(job.last_error)
     rows = []
     for name in sorted(set(grouped) | set(retried)):

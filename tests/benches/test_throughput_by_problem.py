@@ -23,8 +23,11 @@ def test_a_problem_without_a_correct_kernel_says_why_and_what_was_handed_back():
     for reason in ("first", OOM):
         kernel = d.kernel(problem=gelu, search=searches[1], status="oom", run=False)
         BenchmarkRun.objects.create(kernel=kernel, purpose="search", status="oom", reason=reason)
-    EvaluationJob.objects.create(problem=gelu, search=searches[1], status="done", last_error=BUSY)
-    EvaluationJob.objects.create(problem=gelu, search=None, status="done", last_error="another run's")
+    # as the queue makes them: a candidate's job names its kernel, not the search
+    EvaluationJob.objects.create(problem=gelu, kernel=kernel, status="done", last_error=BUSY)
+    elsewhere = d.kernel(problem=gelu, search=d.search(problem=gelu), status="oom", run=False)
+    EvaluationJob.objects.create(problem=gelu, kernel=elsewhere, status="done", last_error="another run's")
+    EvaluationJob.objects.create(problem=relu, search=searches[0], purpose="tool", status="done", last_error="")
 
     report = throughput.by_problem(searches, wall_s=60.0)
     rows = {row["problem"]: row for row in report["problems"]}
