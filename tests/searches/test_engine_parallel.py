@@ -168,11 +168,14 @@ def test_calls_waiting_on_a_paused_key_end_when_their_search_is_cancelled(proble
     gate.for_environment().pause(120)
     threading.Timer(1.0, lambda: Search.objects.filter(pk=search.id).update(status=Search.Status.CANCELLED)).start()
     loop.advance(search.id)
-    waiting = lambda: [t for t in threading.enumerate() if t.name.startswith(f"search-{search.id}")]  # noqa: E731
+
+    def call_threads():
+        return [t for t in threading.enumerate() if t.name.startswith(f"search-{search.id}")]
+
     deadline = time.monotonic() + 5
-    while waiting() and time.monotonic() < deadline:
+    while call_threads() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert waiting() == []
+    assert call_threads() == []
     assert ProposerCall.objects.filter(search=search, purpose="ideas", ok=False).count() == 1
     assert len(fake.requests) == 1  # the starting kernel's; nothing was sent for the cancelled round
 
