@@ -36,7 +36,7 @@ from django.conf import settings
 from memory.keys import technique_of
 
 from . import agent, pack, prompts
-from .base import (Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
+from .base import (ABANDONED, Exchange, Gate, IdeaProposal, KernelProposal, ProblemContext, Proposer, ProposerError, Toolbox,
                    merge_exchanges, reply_begun)
 from .capabilities import CAPABILITIES
 
@@ -235,7 +235,7 @@ class AnthropicProposer(Proposer):
         timeouts = busy = 0
         while True:
             if self.closed:
-                raise ProposerError("the call was abandoned: its search stopped")
+                raise ProposerError(ABANDONED)
             self.gate.wait(lambda: self.closed)
             try:
                 with self.gate.slot(lambda: self.closed):
@@ -255,7 +255,7 @@ class AnthropicProposer(Proposer):
             except BUSY as exc:
                 busy += 1
                 if self.closed:
-                    raise ProposerError("the call was abandoned: its search stopped") from exc
+                    raise ProposerError(ABANDONED) from exc
                 if busy > self.busy_retries:
                     raise ProposerError(f"the Anthropic API kept failing ({_describe(exc)})") from exc
                 asked = _retry_after(exc)

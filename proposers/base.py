@@ -20,6 +20,9 @@ def reply_begun() -> None:
         hook()
 
 
+ABANDONED = "the call was abandoned: its search stopped"  # wherever a stopped search's call was waiting
+
+
 class ProposerError(Exception):
     """A proposer could not produce anything usable (the reply is kept on the exception)."""
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from proposers.base import Gate, ProposerError
+from proposers.base import ABANDONED, Gate, ProposerError
 from searches.models import ApiKeyState
 
 WAIT_STEP_S = 0.25  # how often a waiting caller looks again
@@ -65,7 +65,7 @@ class DatabaseGate(Gate):
     def wait(self, stopped=lambda: False) -> None:
         while True:
             if stopped():  # an abandoned call neither waits on nor takes a place from the key's live callers
-                raise ProposerError("the call was abandoned: its search stopped")
+                raise ProposerError(ABANDONED)
             until = (ApiKeyState.objects.filter(key=self.key, slot=0).values_list("paused_until", flat=True)
                      .first())
             left = (until - timezone.now()).total_seconds() if until else 0

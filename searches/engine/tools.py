@@ -16,7 +16,7 @@ from django.conf import settings
 from evaluation import queue
 from evaluation.models import EvaluationJob
 from proposers import prompts
-from proposers.base import ProposerError, Toolbox, ToolRun
+from proposers.base import ABANDONED, ProposerError, Toolbox, ToolRun
 from searches.models import Kernel, Search
 
 from . import records
@@ -66,7 +66,7 @@ class RunnerTools(Toolbox):
             status = Search.objects.filter(pk=self.search_id).values_list("status", flat=True).first()
             if status != Search.Status.RUNNING:
                 _withdraw(job, "its search stopped")
-                raise ProposerError("the call was abandoned: its search stopped")
+                raise ProposerError(ABANDONED)
             if time.monotonic() > deadline:
                 _withdraw(job, f"no evaluator answered within {wait_limit_s():.0f} s")
                 return ToolRun(f"not run: no evaluator answered within {wait_limit_s():.0f} s; submit your kernel",
