@@ -65,8 +65,19 @@ def slices(*tensors: torch.Tensor):
 
 
 def err_ratio(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
-    """(err, max_abs_err) of x against truth, both computed in float64, a slice at a time.
-    Non-finite truth must be matched exactly (same kind); anything else there is err=inf."""
+    """(err, max_abs_err) of x against truth, both computed in float64. Non-finite truth must be
+    matched exactly (same kind); anything else there is err=inf. On the GPU in one pass where it
+    applies (gpucompare.py), else with PyTorch, a slice at a time: the same answer either way."""
+    if x.is_cuda:
+        from . import gpucompare
+
+        found = gpucompare.err_ratio(x, truth, atol, rtol)
+        if found is not None:
+            return found
+    return err_ratio_torch(x, truth, atol, rtol)
+
+
+def err_ratio_torch(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float) -> tuple[float, float]:
     worst, worst_abs = 0.0, 0.0
     for xs, ts in slices(x.detach(), truth.detach()):
         err, abs_err = _err_ratio(xs.to(torch.float64), ts.to(torch.float64), atol, rtol)

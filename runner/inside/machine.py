@@ -25,6 +25,10 @@ def warm_up(device: str) -> dict:
             import cupy  # noqa: F401  (pre-imported: the fast compile path)
         except ImportError:
             pass
+        else:
+            from ..common import gpucompare
+
+            gpucompare.prepare()  # the judge's comparison built and loaded here, not under the device lock
     return environment(device, threads)
 
 
