@@ -95,9 +95,10 @@ def replaced(before: dict) -> str | None:
     by_id = {id(space): was for space, was in before.values()}
     for name, (space, was) in before.items():
         for key, value in list(vars(space).items()):
-            # a new name may hold what it read before (a module's own function, saved and assigned back)
-            old = was.get(key, value if value is _read_before(by_id, space, was, key) or _imported(key, value)
-                          else None)
+            if key in was:
+                old = was[key]
+            else:  # a new name may hold what it read before (a module's own function, saved and assigned back)
+                old = value if value is _read_before(by_id, space, was, key) or _imported(key, value) else None
             if value is old or key == "__warningregistry__" \
                     or type(value) in PLAIN and (key not in was or type(old) in PLAIN):
                 continue
@@ -130,8 +131,12 @@ def _imported(key: str, value) -> bool:
     return module is not None and sys.modules.get(module) is value and module.endswith("." + key)
 
 
+def settings() -> dict:
+    return {name: _read(getter) for name, getter in WATCHED.items()}
+
+
 def watched() -> dict:
-    return {**{name: _read(getter) for name, getter in WATCHED.items()}, HELD: held()}
+    return {**settings(), HELD: held()}
 
 
 def changed(before: dict) -> str | None:
@@ -140,7 +145,7 @@ def changed(before: dict) -> str | None:
     swapped = replaced(before[HELD])
     if swapped:
         return swapped
-    now = watched()
+    now = settings()
     moved = [f"{name} from {before[name]} to {now[name]}" for name in WATCHED if now[name] != before[name]]
     if not moved:
         return None

@@ -101,6 +101,33 @@ def test_the_recorder_is_inert_on_the_cpu():
     assert "torch" not in launches.__dict__  # torch only on CUDA, lazily
 
 
+class _Event:
+    def __init__(self, name, device, stream, start):
+        self._name, self._device, self._stream, self._start = name, device, stream, start
+
+    def name(self): return self._name
+    def device_type(self): return self._device
+    def device_resource_id(self): return self._stream
+    def start_ns(self): return self._start
+    def end_ns(self): return self._start + 1
+
+
+def test_the_records_read_are_the_gpus_in_start_order_between_the_markers():
+    """`_read` on records shaped as PyTorch's (its device enum itself; CUDA's own come on the GPU): CPU-side
+    records are left out, the first marker names the timed stream, the last one is where forward returned."""
+    import torch
+
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    events = [_Event("softmax_rows", cuda, 7, 20), _Event("cudaLaunchKernel", cpu, 0, 5), _Event(FILL, cuda, 7, 10),
+              _Event("side_kernel", cuda, 9, 25), _Event(FILL, cuda, 7, 30)]
+    watch = launches.Launches(SOURCE, "cuda")
+    watch.returned_ns = 0
+    watch._read(type("Profiler", (), {"profiler": type("Inner", (), {"kineto_results": type(
+        "Results", (), {"events": staticmethod(lambda: events)})})}))
+    assert watch.timed_stream == 7 and watch.returned_ns == 30 and watch.recorded == 1
+    assert watch.kernels == [("softmax_rows", 7, 20, 21), ("side_kernel", 9, 25, 26)]
+
+
 def test_own_kernels_seen_by_the_driver_count_as_the_calls_own_launches():
     """A CUDA graph's replay runs its captured kernels through no launcher the Python-level counter wraps: the
     own kernels in the activity records count for it; PyTorch's and a library's do not."""
