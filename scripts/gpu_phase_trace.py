@@ -3,6 +3,7 @@ jobs run in fresh processes (as each sandbox is), outside bubblewrap, with a sta
 channel, under cProfile. Prints the phases and the costliest calls, and writes JSON to --out.
 Diagnosis only: the product's figures come from scripts/gpu_throughput.sh.
   usage (on the GPU host, repo root): python3 scripts/gpu_phase_trace.py --out $OUT/trace.json [--runs 3]
+  (--device cpu: the same on the CPU's softmax)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class Channel:
         pass
 
 
-def child(kind: str, runs: int, stop_after: str | None, device: str) -> dict:
+def child(kind: str, runs: int, device: str) -> dict:
     os.environ.setdefault("KERNELLAB_SANDBOX_ROOT", tempfile.mkdtemp())
     os.environ["TMPDIR"] = os.environ["KERNELLAB_SANDBOX_ROOT"]  # a candidate's own files, as in a sandbox
     tempfile.tempdir = None
@@ -62,8 +63,6 @@ def child(kind: str, runs: int, stop_after: str | None, device: str) -> dict:
     job = {"job": kind, "device": device, "seed": 7, "problem_source": bench.problem_source(device),
            "kernel_source": bench.kernel_source(device), "atol": None, "rtol": None, "allow_library": False,
            "rule": None, "paired": False, "sample_secret": "00" * 16}
-    if stop_after:
-        job["stop_after"] = stop_after
     for run in range(runs):
         fd = exchange.create()
         profiler = cProfile.Profile()
@@ -89,16 +88,15 @@ def main() -> None:
     parser.add_argument("--out", default="trace.json")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--child", default="")
-    parser.add_argument("--stop-after", default="")
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.runs, args.stop_after or None, args.device)))
+        print(json.dumps(child(args.child, args.runs, args.device)))
         return
     reports = []
-    for kind, stop in (("evaluate", ""), ("truths", ""), ("evaluate", "")):
+    for kind in ("evaluate", "truths", "evaluate"):  # the second evaluate process: how much two fresh ones differ
         done = subprocess.run([sys.executable, __file__, "--child", kind, "--runs", str(args.runs),
-                               "--stop-after", stop, "--device", args.device], capture_output=True, text=True)
+                               "--device", args.device], capture_output=True, text=True)
         if done.returncode:
             reports.append({"kind": kind, "error": done.stderr[-4000:]})
             print(done.stderr[-4000:])
