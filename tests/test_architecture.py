@@ -31,6 +31,8 @@ RUNNER_PUBLIC = {"runner", "runner.api", "runner.cli", "runner.bench"}
 RUNNER_INTERNALS_ALLOWED = {
     "scripts/gpu_published.py": {"runner.host.evaluation", "runner.host.checks", "runner.common.findings"},  # static
     # checks turned into advisories for a re-judge of published kernels
+    "scripts/gpu_phase_trace.py": {"runner.common.compile", "runner.common.exchange", "runner.inside.jobs",
+                                   "runner.inside.machine", "runner.inside.truths"},  # the sandbox's jobs, profiled
 }
 
 
