@@ -24,12 +24,18 @@ def run(stack, body: str) -> dict:
 
 
 def small_search(stack, name="seeded search", status="paused") -> dict:
-    """seed -> idea -> (fast, broken) ; fast -> idea -> faster. Paused by default, so the real
-    engine (its evaluator re-kicks active searches every minute) leaves the seeded rows be. On cuda,
-    as its kernels are timed on an H200: ranked by median."""
+    """seed -> idea -> (fast, broken) ; fast -> idea -> faster. The real engine leaves the seeded rows be:
+    the search is paused by default, and a running or queued one is leased to another engine for an hour
+    (the stack's re-kicks active searches every minute, and would finish one its playbook cannot serve).
+    On cuda, as its kernels are timed on an H200: ranked by median."""
     return run(stack, f"""
+from datetime import timedelta
+from django.utils import timezone
 p = d.problem(name={name!r} + " problem", device="cuda")
 s = d.search(problem=p, created_by=owner, name={name!r}, status={status!r}, device="cuda")
+if s.status in type(s).ACTIVE:
+    type(s).objects.filter(pk=s.pk).update(engine_lease_owner="another engine",
+                                           engine_lease_until=timezone.now() + timedelta(hours=1))
 seed = d.kernel(problem=p, search=s, round=0, median_ms=1.0, name="seed kernel", publish=True)
 i1 = d.idea(search=s, parent_kernel=seed, title="Vectorise the loads", publish=True)
 fast = d.kernel(problem=p, search=s, idea=i1, parent=seed, median_ms=0.5, name="fast kernel", publish=True,
