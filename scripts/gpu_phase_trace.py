@@ -27,10 +27,9 @@ class Channel:
     """Answers what the parent would: the device at once, a sample seed, no retakes, no batches."""
 
     def __init__(self):
-        self.replies, self.sent, self.nonce = [], [], ""
+        self.replies = []
 
     def send(self, kind, **payload):
-        self.sent.append(kind)
         if kind == "sample":
             self.replies.append({"seed": 12345})
         elif kind == "timing" and payload.get("at") == "end":
