@@ -35,9 +35,10 @@ out = dict(problem=str(p.code))
     progress = page.locator("#kernel-progress")
     expect(progress).to_have_text(re.compile(r"Position \d|an idle evaluator|Waiting| for \d+ s; "))
     expect(page.locator("body[data-live=open]")).to_have_count(1)  # the problem's stream: a kernel of no search
-    # The runner's phases as they come: a C build on two shared cores is long enough to be seen.
+    # The runner's phases as they come: a C build on two shared cores is long enough to see one of them.
     expect(progress).to_have_text(re.compile(
-        r"(Starting a sandbox|Compiling|Waiting for the device|Checking correctness|Timing|Judging the outputs) "
+        r"(Starting a sandbox|Compiling|Running the reference|Waiting for the device|Checking correctness|Timing|"
+        r"Judging the outputs) "
         r"for \d+ (s|min); \d+ (s|min) since the run began"), timeout=VERDICT_TIMEOUT_MS)
     expect(page.locator("#queue-note")).to_have_count(0)  # its run began: the verdict section moved on too
     SHOTS.mkdir(parents=True, exist_ok=True)
