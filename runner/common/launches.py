@@ -160,6 +160,10 @@ class Launches:
         self.returned_ns: int | None = None
         self.error = ""
         self.recorded = 0
+        if self.enabled:  # read before any candidate code: an event's device, compared, not printed (3x faster)
+            import torch
+
+            self._cuda = torch.autograd.DeviceType.CUDA
 
     @contextlib.contextmanager
     def recording(self):
@@ -193,7 +197,7 @@ class Launches:
         except Exception as exc:  # noqa: BLE001
             self.error = f"no activity records: {exc}"[:300]
             return
-        gpu = sorted((e for e in events if str(e.device_type()).endswith("CUDA")), key=lambda e: e.start_ns())
+        gpu = sorted((e for e in events if e.device_type() == self._cuda), key=lambda e: e.start_ns())
         launched = [(e.name(), int(e.device_resource_id()), int(e.start_ns()), int(e.end_ns())) for e in gpu]
         if not launched:
             self.error = "the profiler recorded no GPU activity, not even its marker"
