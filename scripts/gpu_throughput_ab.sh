@@ -5,8 +5,11 @@
 # (docs/BENCHMARKS.md, 2026-12-07), so only a pair from one call compares.
 #   usage (here):  git archive -o .whl/base.tar <commit>   (then carry ".whl")
 #   (GPU host):    OUT=$OUT scripts/gpu_throughput_ab.sh   [BASE=.whl/base.tar; the window's own knobs
-#                  pass through: LOAD_INLINE (default 0 here), MAX_SECONDS (100), SEARCHES, JOBS_IN_FLIGHT ...]
-# Results under $OUT/base and $OUT/new (throughput.json, throughput.txt), both tables printed.
+#                  pass through: LOAD_INLINE (default 0 here), MAX_SECONDS (100), SEARCHES, JOBS_IN_FLIGHT ...;
+#                  TRACE=0 leaves out the phase traces]
+# Results under $OUT/base and $OUT/new (throughput.json, throughput.txt), both tables printed. Then, where the
+# tree has it and TRACE is not 0, each side's scripts/gpu_phase_trace.py (trace.json, trace.txt): which calls a
+# phase that moved spends its seconds on, from the same machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernellab-gpu-ab}
@@ -21,4 +24,13 @@ OUT=$OUT/new timeout "$limit" scripts/gpu_throughput.sh >/dev/null 2>&1
 for side in base new; do
   echo "== $side"
   cat "$OUT/$side/throughput.txt" 2>/dev/null || tail -n 20 "$OUT/$side/throughput.err"
+done
+[ "${TRACE:-1}" = 0 ] && exit 0
+for side in base new; do
+  dir=$PWD; [ $side = base ] && dir=$tree
+  [ -f "$dir/scripts/gpu_phase_trace.py" ] || continue
+  (cd "$dir" && timeout 120 "${PYTHON:-python3}" scripts/gpu_phase_trace.py --runs 2 --out "$OUT/$side/trace.json" \
+      >"$OUT/$side/trace.txt" 2>&1)
+  echo "== $side, phase trace"
+  grep -E "^== |run [01]:" "$OUT/$side/trace.txt"
 done
