@@ -135,6 +135,7 @@ def measure(*, searches: list[Search], wall_s: float, began_at, ended_at, settin
         "verdicts": verdicts,
         "build_cache": builds,
         "timed_under_builds": timed_under_builds(runs),
+        "candidates": [_candidate(run, began_at) for run in runs],
         "settings": {**settings, "device_name": ", ".join(device_names)},
     }
 
@@ -206,6 +207,16 @@ def _windows(run) -> tuple[float, float, float, float] | None:
     built = build + phases["build_s"]
     timed = built + phases["device_wait_s"] + phases["correctness_s"]
     return build, built, timed, timed + phases["timing_s"]
+
+
+def _candidate(run, began_at) -> dict:
+    """One judged run, in the order judged: when its job started in the window and its phases, so that a phase
+    that moved between two windows shows whether every candidate moved or a few (the first of a sandbox, a burst)."""
+    recorded = (run.result or {}).get("phases") or {}
+    started = (run.job.started_at - began_at).total_seconds() if run.job.started_at else None
+    return {"kernel": run.job.kernel.name if run.job.kernel_id else "", "status": run.status,
+            "started_s": None if started is None else round(started, 3),
+            **{key: round(float(recorded[key]), 4) for _, key in PHASES if isinstance(recorded.get(key), (int, float))}}
 
 
 def timed_under_builds(runs: list) -> list[dict]:

@@ -35,6 +35,10 @@ def test_a_small_cpu_run_reports_what_it_judged(tmp_path):
     assert set(report["phases"]) == PHASES
     assert report["phases"]["compile"]["n"] == report["candidates_judged"]
     assert report["phases"]["timing"]["total_s"] > 0
+    rows = report["candidates"]  # each judged run, in order, with the phases the table sums
+    assert len(rows) == report["candidates_judged"] and all(row["kernel"] for row in rows)
+    assert sum(row["timing_s"] for row in rows) == pytest.approx(report["phases"]["timing"]["total_s"], abs=0.01)
+    assert all(0 <= row["started_s"] <= report["wall_s"] for row in rows)  # the window began before the searches
     settings = report["settings"]
     assert (settings["mode"], settings["device"], settings["jobs_in_flight"], settings["pool_size"]) == \
         ("2 searches", "cpu", 1, 1)
