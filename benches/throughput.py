@@ -213,9 +213,8 @@ def _candidate(run, began_at) -> dict:
     """One judged run, in the order judged: when its job started in the window and its phases, so that a phase
     that moved between two windows shows whether every candidate moved or a few (the first of a sandbox, a burst)."""
     recorded = (run.result or {}).get("phases") or {}
-    started = (run.job.started_at - began_at).total_seconds() if run.job.started_at else None
     return {"kernel": run.job.kernel.name if run.job.kernel_id else "", "status": run.status,
-            "started_s": None if started is None else round(started, 3),
+            "started_s": round((run.job.started_at - began_at).total_seconds(), 3) if run.job.started_at else None,
             **{key: round(float(recorded[key]), 4) for _, key in PHASES if isinstance(recorded.get(key), (int, float))}}
 
 

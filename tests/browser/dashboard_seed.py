@@ -26,7 +26,7 @@ def run(stack, body: str) -> dict:
 def small_search(stack, name="seeded search", status="paused") -> dict:
     """seed -> idea -> (fast, broken) ; fast -> idea -> faster. The real engine leaves the seeded rows be:
     the search is paused by default, and a running or queued one is leased to another engine for an hour
-    (the stack's re-kicks active searches every minute, and would finish one its playbook cannot serve).
+    (the stack's engine re-kicks active searches every minute, and would finish one its playbook cannot serve).
     On cuda, as its kernels are timed on an H200: ranked by median."""
     return run(stack, f"""
 from datetime import timedelta
