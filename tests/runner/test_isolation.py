@@ -15,8 +15,12 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a slot's uid is dropp
 
 @pytest.fixture
 def slot_base(monkeypatch):
-    monkeypatch.setenv("KERNELLAB_SANDBOX_UID_BASE", "63500")  # apart from the uids the test pools take
-    return 63500
+    # apart from the uids the test pools take, and one range per xdist worker: these tests count every
+    # process of a uid, so a neighbour's leftover under the same uid would be theirs
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    base = 63500 + 20 * worker
+    monkeypatch.setenv("KERNELLAB_SANDBOX_UID_BASE", str(base))
+    return base
 
 
 def _state(pid: int) -> str:
