@@ -76,7 +76,7 @@ def test_a_cpu_run_reports_each_problem_and_a_second_run_resumes(tmp_path):
     assert score["counts"]["correct"] == 2
     for row, search in zip(score["rows"], (relu, leaky)):
         assert row["speedup_vs_eager"] >= search["speedup_vs_eager"]
-        assert row["speedup_vs_compile"] <= search["speedup_vs_compile"] * (1 + 1e-9)
+        assert row["speedup_vs_compile"] <= search["speedup_vs_compile"]
         if row["speedup_vs_eager"] == search["speedup_vs_eager"]:
             assert row["speedup_vs_compile"] == search["speedup_vs_compile"]
     for baseline in ("eager", "compile"):
