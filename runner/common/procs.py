@@ -110,3 +110,15 @@ def sched_seconds(pids) -> tuple[float, float] | None:
         except (OSError, IndexError, ValueError):
             continue
     return (ran / 1e9, waited / 1e9) if found else None
+
+
+def task_waits(tasks) -> float:
+    """Seconds the threads `tasks` ((pid, tid) pairs) have waited on a run queue for a CPU so far
+    (`schedstat`), those gone skipped."""
+    waited = 0
+    for pid, tid in tasks:
+        try:
+            waited += int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return waited / 1e9

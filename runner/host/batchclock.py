@@ -28,8 +28,9 @@ sit below the slope by up to LAUNCH_EXPOSED_MS beyond the tolerance (40 µs seen
 test processes on the host). Within that band the slope, the parent's own figure, becomes the
 time (`clocked`), so a forged median gains nothing there; below it the rules above hold.
 
-A batch's wall clock also takes in the time the sandbox's threads waited for a CPU on a busy
-host (`schedstat`'s run-queue time, of the threads alive at each reading): a batch that waited
+A batch's wall clock also takes in the time the sandbox's threads, and the parent's threads that
+carry its messages, waited for a CPU on a busy host (`schedstat`'s run-queue time, of the threads
+alive at each reading): a batch that waited
 more than HOST_WAIT of its wall is disturbed. The slope is taken over the undisturbed batches where each
 size has one. Rounds after a suspicious one wait ROUND_PAUSE_S first, so that a passing disturbance
 (another process starting on the GPU) can end; a suspicious slope that rests on disturbed batches
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import math
 
-from ..common.procs import descendants, sched_seconds
+from ..common.procs import descendants, sched_seconds, task_waits
 
 ROUNDS = {"cuda": 3, "cpu": 5}  # shared cores spike: the fastest of more rounds
 DISTURBED_ROUNDS = 8
@@ -208,18 +209,20 @@ class BatchClock:
         return "rejected", why
 
 
-def readings(pid: int, pids: list[int] | None = None,
-             cgroup_s: float | None = None) -> tuple[float | None, float | None] | None:
+def readings(pid: int, pids: list[int] | None = None, cgroup_s: float | None = None,
+             carriers=()) -> tuple[float | None, float | None] | None:
     """(running, waiting) seconds so far of the sandbox's processes; None when neither can be read.
     Running is `cgroup_s`, the CPU time its cgroup accounts, exited processes included; without
     it None (the wall clock then serves): live threads' counts miss a helper process that starts
     and exits between two readings, and a candidate could hide its work there. Waiting, a busy
     host's sign rather than the kernel's work, from the live threads of `pids` (where its
-    cgroup lists them), else of `pid` and every process below it."""
+    cgroup lists them), else of `pid` and every process below it, plus the parent's own threads
+    that carry the messages, `carriers` ((pid, tid) pairs): a batch's "done" read late is as long
+    a wall as a batch run late."""
     live = sched_seconds(pids if pids else descendants(pid))
     if live is None and cgroup_s is None:
         return None
-    return cgroup_s, (live[1] if live else None)
+    return cgroup_s, (live[1] + task_waits(carriers) if live else None)
 
 
 def _positive(value, zero: bool = False) -> bool:

@@ -140,6 +140,7 @@ class Sandbox:
         self.output_exceeded = False
         self.warm_wait = 0.0
         self.ready_s: float | None = None
+        self._reader: tuple[int, int] | None = None  # (pid, tid) of the thread reading the verdict channel
         self._streams = {"stdout": Tail(), "stderr": Tail()}
         self.slot = isolation.Slot() if self.isolation == "bwrap" else None
         self.cgroups = limits.Cgroups(self.limits) if self.isolation == "bwrap" else None
@@ -231,6 +232,7 @@ class Sandbox:
                 break
 
     def _read_verdicts(self) -> None:
+        self._reader = (os.getpid(), threading.get_native_id())  # a carrier of the batch clock's messages
         with os.fdopen(self._verdict_read, "rb") as pipe:
             while True:
                 line = pipe.readline(MESSAGE_LIMIT + 1)
@@ -326,8 +328,11 @@ class Sandbox:
         return (self.cgroups.processes() if self.cgroups else None) or procs.descendants(self.process.pid)
 
     def cpu_seconds(self) -> tuple[float | None, float | None] | None:
-        """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings)."""
-        return batchclock.readings(self.process.pid, self.pids(), self.cgroups and self.cgroups.cpu_seconds())
+        """The sandbox's (running, waiting) CPU seconds so far (batchclock.readings), waiting counting the
+        parent's threads that read and handle its messages: this one and the reader."""
+        carriers = [(os.getpid(), threading.get_native_id())] + ([self._reader] if self._reader else [])
+        return batchclock.readings(self.process.pid, self.pids(), self.cgroups and self.cgroups.cpu_seconds(),
+                                   carriers)
 
     def take_exchange(self) -> int:
         """The exchange memfd, from now on the caller's to close (after the trusted judge read it)."""

@@ -5,12 +5,13 @@ on a disturbed one; a sandbox that skips the batches or changes its median is re
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from runner.host.batchclock import DISTURBED_ROUNDS, LAUNCH_EXPOSED_MS, BatchClock, readings, tolerance_ms
-from runner.common.procs import descendants, sched_seconds
+from runner.common.procs import descendants, sched_seconds, task_waits
 
 pytestmark = pytest.mark.serial  # times work on the host's cores: never beside another xdist worker
 
@@ -124,6 +125,46 @@ def test_readings_count_a_process_and_its_children_running_and_waiting():
         parent.wait()
     assert readings(parent.pid) is None  # gone: nothing to read
     assert readings(parent.pid, None, 2.5) == (2.5, None)
+
+
+def test_readings_count_the_waits_of_the_parents_threads_that_carry_the_messages():
+    """A batch's "done" that a parent thread read late, waiting for a CPU, is a busy host's wall, not the
+    kernel's: that thread's run-queue time is in the waiting reading. Here the thread shares one core
+    with two spinning processes, so it waits about two thirds of the time it runs."""
+    core = sorted(os.sched_getaffinity(0))[-1]
+    spin = (f"import os, time\nos.sched_setaffinity(0, {{{core}}})\nprint('go', flush=True)\n"
+            "end = time.time() + 20\nwhile time.time() < end: pass")
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    sandbox = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    tid, spun, done = [], threading.Event(), threading.Event()
+
+    def carrier():
+        os.sched_setaffinity(0, {core})  # this thread only
+        tid.append(threading.get_native_id())
+        end = time.time() + 1.5
+        while time.time() < end:
+            pass
+        spun.set()
+        done.wait(10)  # alive while it is read
+
+    try:
+        assert all(hog.stdout.readline().strip() == "go" for hog in hogs)
+        thread = threading.Thread(target=carrier)
+        thread.start()
+        assert spun.wait(15)
+        carriers = [(os.getpid(), tid[0])]
+        waited = task_waits(carriers)
+        assert waited > 0.3, waited
+        alone, carried = readings(sandbox.pid), readings(sandbox.pid, None, None, carriers)
+        assert carried[1] - alone[1] >= waited - 0.01
+        assert task_waits([(os.getpid(), 2**22 + 1)]) == 0  # a thread that is gone counts nothing
+        done.set()
+        thread.join()
+    finally:
+        done.set()
+        for process in hogs + [sandbox]:
+            process.kill()
+            process.wait()
 
 
 def test_on_a_busy_host_the_undisturbed_batches_decide():
