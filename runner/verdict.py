@@ -36,4 +36,5 @@ class Verdict(TypedDict):
     rule: dict | None  # runner/common/rules.py describe()
     kernelbench: dict | None
     speedup_vs_more: dict | None
+    judged_again: str | None  # why the verdict is a second evaluation's (a time the wall clock refused once)
     exchange: NotRequired[None]  # emptied once the trusted judge has read the outputs

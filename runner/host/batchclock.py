@@ -11,7 +11,8 @@ back to back with a warm L2 are no slower than the timed calls, which flush L2 f
 honest median is not lower than that slope; one lower by more than max(10%, 20 µs) is
 measured again (up to ROUNDS rounds, the fastest batch of each size kept), and if it
 persists it is `rejected` where the device was quiet (NVML, gpustate.py) and noisy where it
-was not.
+was not. A refusal by the wall clock is judged once more in a fresh sandbox before it stands
+(evaluation.py): a moment of the host's load no reading here caught reaches one run, not two.
 
 On the CPU a wall clock says little on cores shared with other work (a batch's sum takes in
 every spike of the host's load that a median leaves out: three times the median was seen on
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import math
 
+from ..common.findings import RULE
 from ..common.procs import descendants, sched_seconds, task_waits
 
 ROUNDS = {"cuda": 3, "cpu": 5}  # shared cores spike: the fastest of more rounds
@@ -153,6 +155,10 @@ class BatchClock:
         """Whether the wall-clock slope still rests on batches a busy host disturbed."""
         return self._rests_on_disturbed() and not self._by_cpu_time()
 
+    def by_wall(self) -> bool:
+        """Whether the wall clock judged: on the GPU, or on a CPU without the cgroup's readings."""
+        return self.sizes is not None and not self._by_cpu_time()
+
     def _by_cpu_time(self) -> bool:
         return self.device == "cpu" and self.sizes is not None and all(self.cpus.get(n) for n in self.sizes)
 
@@ -195,8 +201,8 @@ class BatchClock:
                f"({rounds} rounds)")
         if self._host_decides():
             waits = self.host_waits_ms()
-            return "noisy", (f"{why}, on a busy host (the sandbox waited up to {max(waits):.1f} ms for a CPU "
-                             f"in {len(waits)} of its batches)")
+            return "noisy", (f"{why}, on a busy host (the sandbox, or the parent's threads reading it, waited up to "
+                             f"{max(waits):.1f} ms for a CPU in {len(waits)} of its batches)")
         if self.device == "cuda":
             if median_ms >= slope - tolerance_ms(slope) - LAUNCH_EXPOSED_MS:
                 return "clocked", (f"timed at the parent's clock, {slope:.4f} ms per call over batches of "
@@ -207,6 +213,24 @@ class BatchClock:
                 return "noisy", f"{why}, on a disturbed device ({disturbance})"
             return "rejected", f"{why}, on a quiet device"
         return "rejected", why
+
+
+def apply(clock: BatchClock, records: list[dict], result: dict) -> None:
+    """The clock's verdict on a correct result's reported median, into `result`: `rejected` (marked
+    `wall_clock_refused` where the wall clock judged, which evaluation.py judges once more), the slope as
+    the time (`clocked`), or `batch_noisy`; its own numbers go beside the NVML readings of the last batch."""
+    batches = [r for r in records if r["what"] == "batch"]
+    median = result["timing"]["median_ms"]
+    found = clock.verdict(median, batches[-1]["disturbance"] if batches else None)
+    if batches:
+        batches[-1].update(slope_ms=clock.slope_ms(), reported_ms=median, sizes=list(clock.sizes or []),
+                           walls_ms={str(n): w for n, w in clock.walls.items()})
+    if found and found[0] == "rejected":
+        result.update(status="rejected", reason_code=RULE, reason=found[1], wall_clock_refused=clock.by_wall())
+    elif found and found[0] == "clocked":  # the parent's figure stands; the samples stay what was reported
+        result["timing"].update(reported_median_ms=median, median_ms=clock.slope_ms(), clocked=found[1])
+    elif found:
+        result["batch_noisy"] = found[1]
 
 
 def readings(pid: int, pids: list[int] | None = None, cgroup_s: float | None = None,

@@ -17,7 +17,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import baselines, buildcache, gpumem, phases, quarantine, schema
+from . import baselines, batchclock, buildcache, gpumem, phases, quarantine, schema
 from ..common import exchange, findings, roofline, rules, watchdog
 from ..common import counters as hardware_counters
 from .pairing import Pairing
@@ -138,6 +138,8 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
                 return {**_build_only(pool, {**job, "stop_after": "build", "paired": False}, timeout),
                         "advisories": result["advisories"]}
             judged = _judge(pool, job, validation, environment, timeout)
+            if judged.pop("wall_clock_refused", False):
+                judged = _judge_again(pool, job, validation, environment, timeout, judged)
             if job["counters"] and judged["status"] == "correct" and judged.get("profile"):
                 add_counters(pool, job, judged, timeout)
             judged["advisories"], judged["rule"] = result["advisories"], result["rule"]
@@ -148,6 +150,18 @@ def evaluate(pool, problem_source: str, kernel_source: str, *, device: str = "cp
                                  f"({exc}): other work held the rest, so the kernel is not judged") from None
             job["alone"] = True  # its untimed work may not fit beside others' (runner/host/devicelock.py)
             time.sleep(OOM_PAUSE_S * attempt)
+
+
+def _judge_again(pool, job: dict, validation: dict, environment: dict, timeout: float, refused: dict) -> dict:
+    """A time the parent's wall clock refused is judged once more, in a fresh sandbox, before anyone is called
+    a cheat: a busy moment of the host (sandboxes warming up beside it, the parent's threads kept from a CPU)
+    can stretch the batches, while a forged time stays forged. The second verdict stands, the first refusal
+    in its `judged_again`."""
+    again = _judge(pool, job, validation, environment, timeout)
+    again["judged_again"] = f"the parent's clock refused the time of a first evaluation: {refused['reason']}"
+    if again.pop("wall_clock_refused", False):
+        again["reason"] += "; the same in a second evaluation, in a fresh sandbox"
+    return again
 
 
 class _DeviceFull(Exception):
@@ -340,19 +354,7 @@ def _referee(pool, result: dict, made, truths_fd: int, outputs_fd: int, sandbox,
         return
     if untimed:  # a draft's check: its correctness is all it asked
         return
-    batches = [r for r in sandbox.measurements.records if r["what"] == "batch"]
-    found = sandbox.batches.verdict(result["timing"]["median_ms"], batches[-1]["disturbance"] if batches else None)
-    if batches:  # the batch clock's own numbers, beside the NVML readings around it
-        batches[-1].update(slope_ms=sandbox.batches.slope_ms(), reported_ms=result["timing"]["median_ms"],
-                           sizes=list(sandbox.batches.sizes or []),
-                           walls_ms={str(n): w for n, w in sandbox.batches.walls.items()})
-    if found and found[0] == "rejected":
-        result.update(status="rejected", reason_code=findings.RULE, reason=found[1])
-    elif found and found[0] == "clocked":  # the parent's figure stands; the samples stay what was reported
-        result["timing"].update(reported_median_ms=result["timing"]["median_ms"], median_ms=sandbox.batches.slope_ms(),
-                                clocked=found[1])
-    elif found:
-        result["batch_noisy"] = found[1]
+    batchclock.apply(sandbox.batches, sandbox.measurements.records, result)
 
 
 def empty_verdict(seed: int | None) -> dict:
@@ -363,7 +365,7 @@ def empty_verdict(seed: int | None) -> dict:
             "speedup_vs_eager": None, "speedup_vs_compile": None, "environment": environment_of(None, None),
             "log": "", "phases": {}, "limits": None, "measurements": [], "noisy": None,
             "build_cache": None, "paired": None, "flag_baseline": None, "fallback": None, "advisories": [],
-            "profile": None, "rule": None, "kernelbench": None, "speedup_vs_more": None}
+            "profile": None, "rule": None, "kernelbench": None, "speedup_vs_more": None, "judged_again": None}
 
 
 def _speedups(result: dict, validation: dict, device: str) -> None:

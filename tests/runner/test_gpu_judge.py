@@ -31,8 +31,9 @@ def test_forged_low_times_are_rejected_on_a_quiet_device(cuda_pool):
     result = cuda_pool.evaluate(problem, sources.CUPY_SOFTMAX_KERNEL, seed=1)
     assert result["status"] in ("rejected", "correct"), result["reason"]
     batch = batch_record(result)
-    if result["status"] == "correct":  # only where NVML saw the device disturbed: noisy, out of every ranking
-        assert batch["disturbance"] and result["quarantined"], result
+    if result["status"] == "correct":  # only where NVML saw the device disturbed, or the host kept the batches
+        # from a CPU: noisy, out of every ranking
+        assert (batch["disturbance"] or "on a busy host" in result["noisy"]) and result["quarantined"], result
     else:
         assert "below what the parent's clock allows" in result["reason"], result["reason"]
     assert batch["slope_ms"] > batch["reported_ms"] * 5

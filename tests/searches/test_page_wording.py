@@ -85,6 +85,19 @@ def test_the_runners_advisories_are_listed_beside_the_verdict(client, alice):
     assert 'id="advisories"' not in client.get(reverse("kernel_detail", kwargs={"code": plain.code})).content.decode()
 
 
+def test_a_verdict_judged_twice_says_why(client, alice):
+    p = d.problem()
+    s = d.search(problem=p, created_by=alice)
+    twice = d.kernel(problem=p, search=s, round=0, origin="seed")
+    why = "the parent's clock refused the time of a first evaluation: the reported per-call time 1.8446 ms is below"
+    twice.runs.update(result={"status": "correct", "judged_again": why})
+    body = client.get(reverse("kernel_detail", kwargs={"code": twice.code})).content.decode()
+    assert 'id="judged-again"' in body and "the parent&#x27;s clock refused the time of a first evaluation" in body
+    assert "this verdict is the second evaluation's, in a fresh sandbox" in body
+    plain = d.kernel(problem=p, search=s)
+    assert 'id="judged-again"' not in client.get(reverse("kernel_detail", kwargs={"code": plain.code})).content.decode()
+
+
 def test_a_median_timed_at_the_parents_clock_says_so(client, alice):
     p = d.problem()
     s = d.search(problem=p, created_by=alice)
