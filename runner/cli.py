@@ -144,6 +144,8 @@ def summary(result: dict) -> str:
                      f"kernel's, 95% CI {lo:.2f}-{hi:.2f}x")
     if result.get("quarantined"):
         lines.append(f"QUARANTINED: {result['quarantine_reason']}")
+    if result.get("judged_again"):
+        lines.append(f"judged twice: {result['judged_again']}; this verdict is the second evaluation's")
     if result.get("fallback"):
         lines.append(f"fallback: it {result['fallback']}")
     lines += [f"advisory ({a['code']}): {a['reason']}" for a in result.get("advisories") or []]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import runner
+from runner.cli import summary
 from runner.host import isolation
 
 from . import sources
@@ -65,5 +66,6 @@ def test_a_refusal_the_second_evaluation_does_not_bear_out_leaves_that_verdict(w
     assert result["judged_again"].startswith("the parent's clock refused the time of a first evaluation: the "
                                              "reported per-call time"), result["judged_again"]
     assert result["advisories"] == []
+    assert "\njudged twice: the parent's clock refused" in summary(result)  # what `python -m runner` prints
     honest = wall_pool.evaluate(forger(marker), sources.SOFTMAX_KERNEL, seed=7)  # the marker made: it forges no more
     assert honest["status"] == "correct" and honest["judged_again"] is None, honest["reason"]
