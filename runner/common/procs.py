@@ -96,29 +96,27 @@ def pin(pids, cpus) -> None:
             pass
 
 
+def _schedstat(pid, tid) -> tuple[int, int] | None:
+    """(ns on a CPU, ns runnable on a run queue) of one thread so far; None where it is gone."""
+    try:
+        fields = _read(f"/proc/{pid}/task/{tid}/schedstat").split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def sched_seconds(pids) -> tuple[float, float] | None:
     """(running, waiting for a CPU) seconds so far of every thread of `pids`, from the kernel's
     per-thread accounting (`schedstat`: time on a CPU and time runnable on a run queue, in ns);
     None where /proc cannot tell. Only threads alive now: a process that started and exited
     between two readings is in neither (the sandbox's cgroup keeps its CPU time: limits.py)."""
-    ran = waited = 0
-    found = False
-    for pid, tid in threads(pids):
-        try:
-            fields = _read(f"/proc/{pid}/task/{tid}/schedstat").split()
-            ran, waited, found = ran + int(fields[0]), waited + int(fields[1]), True
-        except (OSError, IndexError, ValueError):
-            continue
-    return (ran / 1e9, waited / 1e9) if found else None
+    counts = [c for c in (_schedstat(pid, tid) for pid, tid in threads(pids)) if c is not None]
+    if not counts:
+        return None
+    return sum(c[0] for c in counts) / 1e9, sum(c[1] for c in counts) / 1e9
 
 
 def task_waits(tasks) -> float:
     """Seconds the threads `tasks` ((pid, tid) pairs) have waited on a run queue for a CPU so far
     (`schedstat`), those gone skipped."""
-    waited = 0
-    for pid, tid in tasks:
-        try:
-            waited += int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return waited / 1e9
+    return sum(c[1] for c in (_schedstat(pid, tid) for pid, tid in tasks) if c is not None) / 1e9
