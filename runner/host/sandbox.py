@@ -17,8 +17,6 @@
 
 from __future__ import annotations
 
-import compileall
-import functools
 import json
 import os
 import queue
@@ -33,7 +31,7 @@ import time
 from pathlib import Path
 
 from ..common import compile as compiling
-from . import batchclock, gpumem, gpustate, isolation, limits, phases, schema
+from . import batchclock, bytecode, gpumem, gpustate, isolation, limits, phases, schema
 from ..common import exchange, procs, watchdog
 from ..common.errors import RunnerError
 from .messages import Job, SandboxOutcome
@@ -53,14 +51,6 @@ PASS_THROUGH = (
     # models already on disk for KernelBench level 4, read offline (searches/hub_models.py)
     "HF_HUB_CACHE", "HF_HUB_OFFLINE",
 )
-
-
-@functools.cache
-def compile_runner() -> None:
-    """The runner's bytecode, written once per process from the parent: a sandbox (PYTHONDONTWRITEBYTECODE,
-    its copy of the package read-only) would otherwise compile its modules from source at every start."""
-    if not sys.dont_write_bytecode:
-        compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=2)
 
 
 def default_threads(device: str) -> int:
@@ -149,7 +139,8 @@ class Sandbox:
         self.measurements = gpustate.Measurements(None)
         self.batches = batchclock.BatchClock(device, threads=self.threads)
         self.exchange_fd: int | None = exchange.create()  # tensors to the trusted judge (exchange.py)
-        compile_runner()
+        bytecode.compile_runner()
+        bytecode.libraries(device, Path(os.environ.get("KERNELLAB_CACHE_DIR") or data_dir()))
         try:
             self._start()
         except BaseException:
