@@ -2,7 +2,7 @@
 # The whole GPU check in one device call: a probe of the host, a probe from inside a sandbox
 # (uid, filter, CUDA, NVRTC, Triton cache, CUPTI, NVML, load_inline), the runner's GPU tests
 # (every `-m gpu` test under tests/runner) and the runner benchmark. Results as files under
-# $OUT (probe.json, sandbox-probe.json, gpu-tests.xml, gpu-tests.log, bench.json, bench.txt).
+# $OUT (probe.json, bytecode.json, sandbox-probe.json, gpu-tests.xml, gpu-tests.log, bench.json, bench.txt).
 # Without bubblewrap installed, a bubblewrap .deb in ../.whl or .whl is unpacked to /tmp/bwrap.
 #   usage (on the GPU host, from the repo root): OUT=/tmp/out scripts/gpu_check.sh [--no-tests] [--no-bench]
 #   GPU_TESTS=tests/runner/test_gpu.py limits the tests to one file; GPU_PYTEST_ARGS adds pytest options
@@ -42,6 +42,8 @@ probe["cgroup"] = open("/proc/self/cgroup").read().strip()
 print(json.dumps(probe, indent=2))
 PROBE
 cat "$OUT/probe.json"
+# how many library modules a sandbox imports had no bytecode (written now, as an evaluator's first sandbox would)
+"$PY" -m runner.host.bytecode cuda >"$OUT/bytecode.json" 2>&1
 "$PY" -m runner probe --device cuda --load-inline >"$OUT/sandbox-probe.json" 2>&1
 cat "$OUT/sandbox-probe.json"
 

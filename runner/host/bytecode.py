@@ -85,7 +85,7 @@ def _stamp(device: str, folder: Path, extra: tuple[str, ...]) -> Path:
 
 
 def _run(device: str, extra: tuple[str, ...]) -> dict | None:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     try:
@@ -100,6 +100,7 @@ def _run(device: str, extra: tuple[str, ...]) -> dict | None:
 def report(device: str, extra: list[str]) -> dict:
     """Imports what a sandbox imports, Python writing each missing .pyc where it can; then which
     modules have one now that had none (written) and which still have none (unwritable)."""
+    sys.dont_write_bytecode = False  # whatever PYTHONDONTWRITEBYTECODE says: writing it is this step's purpose
     started = time.time()
     names = IMPORTS + (CUDA_IMPORTS if device == "cuda" else []) + extra
     for name in names:

@@ -56,5 +56,7 @@ def test_external_kernel_gets_its_expected_verdict(kernel, allow_library, cuda_p
         assert expected["reason_contains"].lower() in text.lower(), said
     if expected.get("reason_code"):
         assert result["reason_code"] == expected["reason_code"], said
-    if result["status"] == "correct":
-        assert result["quarantined"] is False, result["quarantine_reason"]
+    if result["status"] == "correct":  # unranked only where NVML saw another process on the GPU's SMs
+        # (the GPU sweep's other test processes, outside this pool's device lock)
+        assert (result["quarantined"] is False
+                or "other processes used the GPU's SMs" in result["quarantine_reason"]), result["quarantine_reason"]
