@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 IMPORTS = ["runner.inside.jobs", "runner.inside.truths", "runner.inside.validation", "torch.utils.cpp_extension"]
 CUDA_IMPORTS = ["cupy", "triton", "torch.profiler", "torch._inductor"]  # the profiler's first start imports Inductor
 _lock = threading.Lock()
+_reports: dict[tuple, dict | None] = {}
 
 
 @functools.cache
@@ -46,11 +47,13 @@ def libraries(device: str, folder: Path, extra: tuple[str, ...] = ()) -> dict | 
     report. KERNELLAB_LIBRARY_BYTECODE=0 leaves the libraries as they are. Returns the report."""
     if os.environ.get("KERNELLAB_LIBRARY_BYTECODE", "1") == "0":
         return None
-    with _lock:
-        return _libraries(device, folder, tuple(extra))
+    with _lock:  # once per process: the libraries are the same whichever cache folder holds the stamp
+        key = (device, tuple(extra))
+        if key not in _reports:
+            _reports[key] = _libraries(device, folder, key[1])
+        return _reports[key]
 
 
-@functools.cache
 def _libraries(device: str, folder: Path, extra: tuple[str, ...]) -> dict | None:
     stamp = _stamp(device, folder, extra)
     try:

@@ -28,9 +28,9 @@ def site(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setenv("PYTHONPATH", str(folder))
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as the sandbox's parent may have it
-    bytecode._libraries.cache_clear()
+    bytecode._reports.clear()
     yield folder
-    bytecode._libraries.cache_clear()
+    bytecode._reports.clear()
 
 
 def test_a_library_without_bytecode_gets_it_once(site):
@@ -44,7 +44,7 @@ def test_a_library_without_bytecode_gets_it_once(site):
     # the stamp answers the next process: the step does not run again for this Python, torch and cache
     for source in sources:
         os.remove(importlib.util.cache_from_source(str(source)))
-    bytecode._libraries.cache_clear()
+    bytecode._reports.clear()
     assert bytecode.libraries("cpu", site.parent / "cache", ("kl_no_bytecode",))["written"] == 2
     assert not any(has_bytecode(s) for s in sources)
 
