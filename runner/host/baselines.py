@@ -37,14 +37,11 @@ def extra(asked) -> tuple[str, ...]:
 
 
 def cache_dir() -> Path:
-    """KERNELLAB_CACHE_DIR if set, else baselines/ in the data folder (KERNELLAB_DATA_DIR,
-    default var/ beside the runner, as the app's)."""
-    configured = os.environ.get("KERNELLAB_CACHE_DIR")
-    if configured:
-        return Path(configured) / "baselines"
-    from .sandbox import data_dir
+    """baselines/ under the parent's cache root (KERNELLAB_CACHE_DIR, else the data folder:
+    KERNELLAB_DATA_DIR, default var/ beside the runner, as the app's)."""
+    from .sandbox import cache_root
 
-    return Path(data_dir()) / "baselines"
+    return cache_root() / "baselines"
 
 
 def key(problem_source: str, device: str, environment: dict, compile_baseline: bool, more: tuple = ()) -> str:

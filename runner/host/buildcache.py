@@ -76,13 +76,10 @@ def total_limit_bytes() -> int:
 
 
 def cache_dir() -> Path:
-    """builds/ beside the baseline cache: KERNELLAB_CACHE_DIR if set, else the data folder."""
-    configured = os.environ.get("KERNELLAB_CACHE_DIR")
-    if configured:
-        return Path(configured) / "builds"
-    from .sandbox import data_dir
+    """builds/ beside the baseline cache, under the parent's cache root."""
+    from .sandbox import cache_root
 
-    return Path(data_dir()) / "builds"
+    return cache_root() / "builds"
 
 
 def uses_extensions(kernel_source: str) -> bool:

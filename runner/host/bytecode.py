@@ -123,7 +123,7 @@ def report(device: str, extra: list[str]) -> dict:
                 written.append(spec.origin)
         except OSError:
             unwritable.append(spec.origin)
-    return {"written": len(written), "unwritable": unwritable[:200], "seconds": round(time.time() - started, 2)}
+    return {"written": len(written), "unwritable": unwritable, "seconds": round(time.time() - started, 2)}
 
 
 if __name__ == "__main__":

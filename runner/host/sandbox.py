@@ -65,6 +65,12 @@ def data_dir() -> str:
     return os.environ.get("KERNELLAB_DATA_DIR") or os.path.join(RUNNER_ROOT, "var")
 
 
+def cache_root() -> Path:
+    """Where the parent keeps its caches (baselines, builds, the bytecode stamp): KERNELLAB_CACHE_DIR if
+    set, else the data folder."""
+    return Path(os.environ.get("KERNELLAB_CACHE_DIR") or data_dir())
+
+
 def hidden_paths() -> list[str]:
     """Folders and files a candidate must not see even where they lie under something it
     is given: the project's data and env files, secrets in the home folder, plus whatever
@@ -140,7 +146,7 @@ class Sandbox:
         self.batches = batchclock.BatchClock(device, threads=self.threads)
         self.exchange_fd: int | None = exchange.create()  # tensors to the trusted judge (exchange.py)
         bytecode.compile_runner()
-        bytecode.libraries(device, Path(os.environ.get("KERNELLAB_CACHE_DIR") or data_dir()))
+        bytecode.libraries(device, cache_root())
         try:
             self._start()
         except BaseException:
